@@ -1,0 +1,244 @@
+"""The ``agora`` command line: run, validate, schema.
+
+Exit codes: 0 ok, 2 bad input (a message naming file, line and field; no traceback),
+1 any other failure (a message; the traceback only with AGORA_DEBUG=1), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from simulation.errors import InputError, RunError
+
+app = typer.Typer(
+    name="agora", help="Agora: LLM persona agents living in a town.", no_args_is_help=True,
+    pretty_exceptions_enable=False, add_completion=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def user_errors(func: F) -> F:
+    """Turn the engine's errors into one clear message and the documented exit code."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except InputError as exc:
+            err.print(f"[bold red]error:[/] {len(exc.problems)} problem(s) in the input" if len(exc.problems) > 1
+                      else "[bold red]error:[/] bad input", highlight=False)
+            for problem in exc.problems:
+                err.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except RunError as exc:
+            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted[/]")
+            raise typer.Exit(130) from None
+        except typer.Exit:
+            raise
+        except Exception as exc:  # a bug: say so plainly
+            if os.environ.get("AGORA_DEBUG"):
+                raise
+            err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
+                      "Run again with AGORA_DEBUG=1 to see the traceback.", highlight=False)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@app.command()
+@user_errors
+def validate(
+    scenarios: Annotated[list[Path], typer.Argument(help="scenario YAML files", show_default=False)],
+) -> None:
+    """Check scenario files (and the persona files they reference); exit 0 if all are valid, else 2."""
+    from simulation import scenario as sc
+
+    problems = []
+    for path in scenarios:
+        try:
+            loaded = sc.load(path)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            continue
+        s = loaded.scenario
+        console.print(f"[green]ok[/] {path}: {len(loaded.people)} people, {len(s.town.places)} places, "
+                      f"{s.clock.total_ticks} ticks of {s.clock.tick_minutes} min", highlight=False)
+    if problems:
+        raise InputError(problems)
+
+
+@app.command()
+@user_errors
+def schema(
+    kind: Annotated[str, typer.Option(help="scenario or persona")] = "scenario",
+    out: Annotated[Optional[Path], typer.Option(help="write to this file instead of stdout")] = None,
+) -> None:
+    """Print the JSON Schema of scenario (or persona) files, for editor validation."""
+    from simulation import scenario as sc
+
+    if kind not in ("scenario", "persona"):
+        raise InputError(sc.Problem("--kind", f"expected 'scenario' or 'persona', got {kind!r}"))
+    text = json.dumps(sc.json_schema(kind), indent=2)  # type: ignore[arg-type]
+    if out:
+        out.write_text(text + "\n", encoding="utf-8")
+        err.print(f"wrote {out}")
+    else:
+        print(text)
+
+
+@app.command()
+@user_errors
+def run(
+    scenario_file: Annotated[Path, typer.Argument(metavar="SCENARIO", help="scenario YAML file", show_default=False)],
+    out: Annotated[Path, typer.Option(help="directory that receives the run directory")] = Path("runs"),
+    ticks: Annotated[Optional[int], typer.Option(min=1, help="ticks to run (default: the scenario's full duration)")] = None,
+    seed: Annotated[Optional[int], typer.Option(min=0, help="override the scenario's seed")] = None,
+    model: Annotated[Optional[str], typer.Option(help="path to a GGUF model (default: the scenario's, else bundled)")] = None,
+    quiet: Annotated[bool, typer.Option(help="no progress bar or summary; print only the run directory")] = False,
+) -> None:
+    """Run a scenario; prints the run directory (which holds run.db)."""
+    from simulation import scenario as sc
+    from simulation.runner import RunOptions, create_run, finish, make_backend
+
+    loaded = sc.load(scenario_file)
+    options = RunOptions(out=out, ticks=ticks, seed=seed, model=model)
+    if model and not Path(model).expanduser().is_file():
+        raise InputError(sc.Problem("--model", f"model file not found: {model}"))
+    show = not quiet and console.is_terminal or os.environ.get("AGORA_PROGRESS") == "1"
+    with console.status("loading model...", spinner="dots") if show else _null():
+        backend = make_backend(loaded, options)
+    progress = _RunProgress(enabled=show)
+    started = time.perf_counter()
+    the_run = create_run(loaded, backend, options, on_llm=progress.on_llm)
+    status, message = "failed", None
+    try:
+        with progress.live(the_run.ticks):
+            for _ in range(the_run.ticks):
+                the_run.model.step()
+                progress.on_tick(the_run.model)
+            if loaded.scenario.probes:
+                progress.describe("asking probe questions")
+                the_run.model.ask_probes()
+        status = "finished"
+    except KeyboardInterrupt:
+        status, message = "interrupted", f"stopped by the user after {the_run.model.tick} ticks"
+        raise
+    except RunError as exc:
+        message = str(exc)
+        raise RunError(f"{exc}\nticks 0-{the_run.model.tick - 1} are saved in {the_run.run_dir / 'run.db'}") from None
+    finally:
+        finish(the_run, status, message)
+        backend.close()
+    if not quiet:
+        from simulation.report import summarize
+
+        print_summary(summarize(the_run.run_dir / "run.db"), time.perf_counter() - started)
+    print(the_run.run_dir)
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _RunProgress:
+    """A rich progress bar: ticks, game time, LLM calls, tokens/s."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.calls = 0
+        self.tokens = 0
+        self.started = time.perf_counter()
+        self.progress: Progress | None = None
+        self.task: Any = None
+
+    def live(self, total: int) -> Any:
+        if not self.enabled:
+            return _null()
+        self.progress = Progress(
+            TextColumn("[bold]tick"), MofNCompleteColumn(), BarColumn(), TextColumn("{task.fields[clock]}"),
+            TextColumn("LLM calls {task.fields[calls]}"), TextColumn("{task.fields[tps]} tok/s"),
+            TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+        )
+        self.task = self.progress.add_task("", total=total, clock="", calls=0, tps="0")
+        self.started = time.perf_counter()
+        return self.progress
+
+    def on_llm(self, completion: Any) -> None:
+        self.calls += 1
+        self.tokens += completion.completion_tokens
+        if self.progress is not None:
+            elapsed = max(1e-6, time.perf_counter() - self.started)
+            self.progress.update(self.task, calls=self.calls, tps=f"{self.tokens / elapsed:.0f}")
+
+    def on_tick(self, model: Any) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, advance=1, clock=model.now.strftime("%a %H:%M"))
+
+    def describe(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, description=text)
+
+
+def print_summary(s: Any, wall: float) -> None:
+    console.rule(f"[bold]{s.scenario}[/] · {s.run_id} · {s.status}")
+    console.print(f"{s.ticks_done} ticks, game time {s.start} to {s.end} ({s.game_hours:g} h); "
+                  f"wall {wall:.0f} s", highlight=False)
+    people = Table(title="People", title_justify="left")
+    for col in ("name", "occupation", "now at", "doing", "events", "memories", "convs", "said", "LLM calls"):
+        people.add_column(col, overflow="fold")
+    for a in s.agents:
+        people.add_row(a.name, a.occupation, a.place, a.doing, str(a.events), str(a.memories),
+                       str(a.conversations), str(a.utterances), str(a.llm_calls))
+    console.print(people)
+    if s.conversations:
+        console.print(f"{s.conversations} conversation(s), {s.utterances} utterances.")
+    else:
+        console.print("No conversations happened in this run (nobody met someone they chose to talk to).")
+    for topic, names in s.awareness.items():
+        console.print(f"Topic [bold]{topic}[/]: {len(names)}/{len(s.agents)} aware"
+                      + (f" ({', '.join(names)})" if names else ""), highlight=False)
+    llm = Table(title="LLM", title_justify="left")
+    for col in ("calls", "per agent per game hour", "tokens per agent per game hour", "parse failures",
+                "fallbacks", "LLM time", "outside LLM"):
+        llm.add_column(col)
+    llm.add_row(str(s.llm_calls), f"{s.calls_per_agent_hour:.1f}", f"{s.tokens_per_agent_hour:.0f}",
+                str(s.parse_failures), str(s.fallbacks), f"{s.llm_seconds:.0f} s", f"{s.outside_llm_share:.1%}")
+    console.print(llm)
+    if s.probes:
+        probes = Table(title="Probe answers", title_justify="left")
+        probes.add_column("who")
+        probes.add_column("question", overflow="fold")
+        probes.add_column("answer", overflow="fold")
+        for who, q, a in s.probes:
+            probes.add_row(who, q, a)
+        console.print(probes)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

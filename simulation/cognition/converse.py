@@ -1,0 +1,32 @@
+"""One utterance in an open conversation, conditioned on memories of the partner and the dialogue."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simulation.cognition import prompts
+from simulation.cognition.schemas import UtteranceAnswer
+
+if TYPE_CHECKING:
+    from simulation.agent import PersonaAgent
+    from simulation.conversation import Conversation
+
+DIALOGUE_LINES = 6
+
+
+async def utter(agent: PersonaAgent, conv: Conversation) -> tuple[UtteranceAnswer, int | None]:
+    """The next thing ``agent`` says (and the llm_calls id that produced it)."""
+    m = agent.model
+    other = m.people[conv.partner(agent.agent_id)]
+    names = {a: m.people[a].first_name for a in conv.participants}
+    dialogue = [f'{names[s]}: "{t}"' for s, t in conv.lines[-DIALOGUE_LINES:]]
+    last = conv.lines[-1][1] if conv.lines else ""
+    ctx = agent.prompt_context(query=f"{other.persona.name} {last}")
+    msgs = prompts.messages(
+        agent.system_prompt, "utterance.j2", **ctx, other_first=other.first_name,
+        relationship=agent.persona.relationships.get(other.agent_id, ""), dialogue=dialogue,
+    )
+    default = UtteranceAnswer(say=f"Sorry {other.first_name}, I have to go.", end_conversation=True)
+    answer = await m.llm.ask(msgs, UtteranceAnswer, default=default, purpose="utterance",
+                             agent_id=agent.agent_id, tick=m.tick, max_tokens=80)
+    return answer.value, answer.call_id

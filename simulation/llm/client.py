@@ -1,0 +1,171 @@
+"""The batching client: agents await single answers, the backend sees whole batches.
+
+Agent cognition is ordinary sequential ``async`` code. Each ``ask`` parks its request and
+awaits a future; once every runnable coroutine of the phase has parked (the pending list
+stops growing while the event loop spins), the whole list goes to the backend as one
+batch. Answers are validated against the caller's pydantic model; a failure is retried
+once with a new seed, then the caller's safe default is used and logged, never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from simulation.llm.backend import Backend
+from simulation.llm.seeds import derive_seed
+from simulation.llm.types import CallRecord, LLMRequest, RawCompletion
+
+T = TypeVar("T", bound=BaseModel)
+
+MAX_ATTEMPTS = 2
+_SETTLE_SPINS = 3
+
+
+@dataclass
+class Answer(Generic[T]):
+    value: T
+    ok: bool
+    """False when the value is the caller's default after failed attempts."""
+    text: str = ""
+    call_id: int | None = None
+    """The ``llm_calls`` row of the last attempt, when the caller records calls."""
+
+
+@dataclass
+class ClientStats:
+    calls: int = 0
+    batches: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_seconds: float = 0.0
+    parse_failures: int = 0
+    fallbacks: int = 0
+
+
+def parse_answer(text: str, model: type[T]) -> tuple[T | None, str | None]:
+    """Parse a JSON answer into ``model``; return (value, None) or (None, reason)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg} at char {exc.pos})"
+    try:
+        return model.model_validate(data), None
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "answer"
+        return None, f"{where}: {first['msg']}"
+
+
+class LLMClient:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        run_seed: int,
+        temperature: float = 0.7,
+        max_tokens: int = 96,
+        on_call: Callable[[CallRecord], int | None] | None = None,
+        on_progress: Callable[[RawCompletion], None] | None = None,
+    ):
+        self.backend = backend
+        self.run_seed = run_seed
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.on_call = on_call
+        self.on_progress = on_progress
+        self.stats = ClientStats()
+        self._pending: list[tuple[LLMRequest, asyncio.Future[RawCompletion]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def ask(
+        self,
+        messages: list[dict[str, str]],
+        model: type[T],
+        *,
+        default: T,
+        purpose: str,
+        agent_id: str | None,
+        tick: int | None,
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
+    ) -> Answer[T]:
+        """One structured question. Never raises for a bad answer: returns ``default`` instead."""
+        schema = schema or model.model_json_schema()
+        text = ""
+        for attempt in range(MAX_ATTEMPTS):
+            request = LLMRequest(
+                messages=messages,
+                json_schema=schema,
+                max_tokens=max_tokens or self.max_tokens,
+                temperature=self.temperature,
+                seed=derive_seed(self.run_seed, agent_id, tick, purpose, attempt),
+                purpose=purpose,
+                agent_id=agent_id,
+                tick=tick,
+            )
+            completion = await self._submit(request)
+            text = completion.text
+            if completion.error:
+                value, error = None, completion.error
+            elif completion.finish_reason == "length":
+                value, error = None, f"answer cut off at max_tokens={request.max_tokens}"
+            else:
+                value, error = parse_answer(completion.text, model)
+            last = attempt == MAX_ATTEMPTS - 1
+            call_id = self._record(request, completion, attempt, value is not None, error,
+                                   fallback=value is None and last)
+            if value is not None:
+                return Answer(value, True, text, call_id)
+        self.stats.fallbacks += 1
+        return Answer(default, False, text, call_id)
+
+    def _record(self, request: LLMRequest, completion: RawCompletion, attempt: int, ok: bool,
+                error: str | None, fallback: bool) -> int | None:
+        s = self.stats
+        s.calls += 1
+        s.prompt_tokens += completion.prompt_tokens
+        s.completion_tokens += completion.completion_tokens
+        s.llm_seconds += completion.latency_s
+        s.parse_failures += not ok
+        if self.on_call:
+            return self.on_call(
+                CallRecord(
+                    request=request, completion=completion, backend=self.backend.name,
+                    model=self.backend.model_id, attempt=attempt, parse_ok=ok,
+                    parse_error=error, fallback=fallback,
+                )
+            )
+        return None
+
+    async def _submit(self, request: LLMRequest) -> RawCompletion:
+        future: asyncio.Future[RawCompletion] = asyncio.get_running_loop().create_future()
+        self._pending.append((request, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush_when_settled())
+        return await future
+
+    async def _flush_when_settled(self) -> None:
+        while self._pending:
+            size = -1
+            while size != len(self._pending):
+                size = len(self._pending)
+                for _ in range(_SETTLE_SPINS):
+                    await asyncio.sleep(0)
+            batch, self._pending = self._pending, []
+            self.stats.batches += 1
+            on_done = (lambda _i, c: self.on_progress(c)) if self.on_progress else None  # type: ignore[misc]
+            try:
+                answers = self.backend.generate([r for r, _ in batch], on_done)
+            except Exception as exc:  # the backend is unusable: every waiting agent sees it
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                return
+            for (_, fut), answer in zip(batch, answers, strict=True):
+                fut.set_result(answer)

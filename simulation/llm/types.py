@@ -1,0 +1,59 @@
+"""What the engine asks an LLM and what comes back; the unit of batching, caching and accounting."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class LLMRequest(BaseModel):
+    """One chat completion the engine needs. Everything that determines the answer is here."""
+
+    messages: list[dict[str, str]]
+    json_schema: dict[str, Any] | None = None
+    max_tokens: int = 96
+    temperature: float = 0.7
+    seed: int = 0
+    purpose: str = "chat"
+    agent_id: str | None = None
+    tick: int | None = None
+
+    def key(self, model_id: str) -> str:
+        """Content address of this request for a given model (the replay-cache key)."""
+        payload = {
+            "model": model_id,
+            "messages": self.messages,
+            "schema": self.json_schema,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class RawCompletion(BaseModel):
+    """A backend's answer before the engine parses it."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+    error: str | None = None
+
+
+class CallRecord(BaseModel):
+    """One attempt at one request: a row of run.db's ``llm_calls``."""
+
+    request: LLMRequest
+    completion: RawCompletion
+    backend: str
+    model: str
+    attempt: int = 0
+    parse_ok: bool = False
+    parse_error: str | None = None
+    fallback: bool = Field(False, description="the engine gave up and used its safe default")
+    cache_hit: bool = False

@@ -1,0 +1,338 @@
+"""TownModel: the Mesa model that steps the town, one tick of game time at a time.
+
+A tick runs the phases of docs/design.md in order: scheduled events, routine (wake/bed,
+no LLM), perceive (no LLM), decide (plan / react / next action, batched across agents),
+converse (one utterance per open conversation, batched), act (movement and timers, no
+LLM), commit (everything the tick produced, one transaction). Activation is simultaneous:
+every agent decides on the state observed at the start of the tick, then all act.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import mesa
+
+from simulation.agent import ACTING, IDLE, SLEEPING, TALKING, WAKING, Action, PersonaAgent
+from simulation.cognition import prompts
+from simulation.cognition.converse import utter
+from simulation.cognition.perceive import perceive
+from simulation.cognition.plan import daily_plan, next_action
+from simulation.cognition.probe import answer_probe
+from simulation.cognition.react import react
+from simulation.cognition.schemas import PlanItem
+from simulation.conversation import Conversation
+from simulation.llm.backend import Backend
+from simulation.llm.client import ClientStats, LLMClient
+from simulation.llm.types import CallRecord, RawCompletion
+from simulation.memory import MemoryNode
+from simulation.scenario import LoadedScenario
+from simulation.store import RunStore, dumps, sim_iso
+from simulation.town import TownMap
+
+
+@dataclass
+class ActivePlaceEvent:
+    id: int
+    place: str
+    text: str
+    until: datetime
+
+
+class TownModel(mesa.Model):
+    def __init__(
+        self,
+        loaded: LoadedScenario,
+        backend: Backend,
+        store: RunStore,
+        *,
+        seed: int | None = None,
+        on_llm: Callable[[RawCompletion], None] | None = None,
+    ):
+        sc = loaded.scenario
+        self.seed_value = sc.seed if seed is None else seed
+        super().__init__(seed=self.seed_value)
+        self.loaded = loaded
+        self.scenario = sc
+        self.clock = sc.clock
+        self.town = TownMap(sc.town)
+        self.space = self.town.space(self.random)
+        self.place_ids = tuple(self.town.places)
+        self.hub = self.town.hub()
+        self.store = store
+        self.buffer = store.buffer()
+        self.tick = 0
+        self.now = self.clock.start
+        self.llm = LLMClient(
+            backend, run_seed=self.seed_value, temperature=sc.llm.temperature,
+            max_tokens=sc.llm.max_tokens, on_call=self._log_call, on_progress=on_llm,
+        )
+        self.people: dict[str, PersonaAgent] = {}
+        for rp in loaded.people:
+            agent = PersonaAgent(self, rp.persona, rp.home, rp.start_place, rp.workplace)
+            agent.system_prompt = prompts.render(
+                "system.j2", p=rp.persona, home=f"{self.town.name(rp.home)} ({rp.home})",
+                places=[(pid, place.name) for pid, place in self.town.places.items()],
+            )
+            self.people[agent.agent_id] = agent
+        self.order = [self.people[k] for k in sorted(self.people)]
+        self.conversations: dict[int, Conversation] = {}
+        self.place_events: list[ActivePlaceEvent] = []
+        self.scheduled = sorted(
+            ((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(sc.events)), key=lambda t: (t[0], t[1])
+        )
+        for agent in self.order:
+            for text in agent.persona.memories:
+                agent.remember("seed", text)
+            state = "asleep" if agent.status == SLEEPING else "up"
+            self.log_event(agent, "start", f"{agent.persona.name} starts the run at "
+                           f"{self.town.name(agent.place)}", {"state": state})
+
+    # ------------------------------------------------------------------ recording
+
+    def log_event(self, agent: PersonaAgent | None, kind: str, text: str, data: dict[str, Any] | None = None,
+                  place: str | None = None) -> int | None:
+        return self.buffer.add("events", {
+            "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id if agent else None,
+            "place": place or (agent.place if agent else None), "kind": kind, "text": text,
+            "data": dumps(data) if data else None,
+        })
+
+    def record_memory(self, agent: PersonaAgent, kind: str, text: str) -> MemoryNode:
+        node_id = self.buffer.add("memories", {
+            "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id,
+            "kind": kind, "text": text, "importance": None, "evidence": None,
+        })
+        return agent.memory.add(MemoryNode(id=node_id or 0, kind=kind, text=text, tick=self.tick, time=self.now))
+
+    def log_plan(self, agent: PersonaAgent, items: list[PlanItem], ok: bool) -> None:
+        self.buffer.add("plans", {
+            "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id,
+            "day": self.now.date().isoformat(), "items": dumps([i.model_dump() for i in items]), "ok": int(ok),
+        })
+
+    def _log_call(self, rec: CallRecord) -> int | None:
+        req, out = rec.request, rec.completion
+        return self.buffer.add("llm_calls", {
+            "tick": req.tick, "sim_time": sim_iso(self.now), "agent_id": req.agent_id, "purpose": req.purpose,
+            "backend": rec.backend, "model": rec.model, "attempt": rec.attempt, "seed": req.seed,
+            "temperature": req.temperature, "max_tokens": req.max_tokens, "messages": dumps(req.messages),
+            "json_schema": dumps(req.json_schema) if req.json_schema else None, "completion": out.text,
+            "finish_reason": out.finish_reason, "parse_ok": int(rec.parse_ok),
+            "parse_error": rec.parse_error or out.error, "fallback": int(rec.fallback),
+            "cache_hit": int(rec.cache_hit), "prompt_tokens": out.prompt_tokens,
+            "completion_tokens": out.completion_tokens, "latency_s": round(out.latency_s, 4),
+        })
+
+    # ------------------------------------------------------------------ the tick
+
+    def step(self) -> None:
+        started = time.perf_counter()
+        before = dataclasses.replace(self.llm.stats)
+        self.now = self.clock.time_at(self.tick)
+        self._deliver_scheduled()
+        self._routine()
+        self._perceive()
+        deciding = asyncio.run(self._think())
+        self._act()
+        self._record_states()
+        self._commit(started, before, deciding)
+        self.tick += 1
+
+    def _deliver_scheduled(self) -> None:
+        self.place_events = [e for e in self.place_events if e.until > self.now]
+        while self.scheduled and self.scheduled[0][0] <= self.tick:
+            _, _, ev = self.scheduled.pop(0)
+            if ev.kind == "whisper":
+                agent = self.people[ev.to]  # type: ignore[index]
+                agent.remember("thought", ev.text)
+                self.log_event(agent, "whisper", ev.text)
+            else:
+                event_id = self.log_event(None, "place_event", ev.text, {"minutes": ev.duration_minutes}, place=ev.place)
+                self.place_events.append(ActivePlaceEvent(
+                    event_id or 0, ev.place or "", ev.text, self.now + timedelta(minutes=ev.duration_minutes)))
+
+    def _routine(self) -> None:
+        for agent in self.order:
+            awake = agent.awake_at(self.now)
+            if agent.status == SLEEPING and awake:
+                agent.status = WAKING
+                self.log_event(agent, "wake", f"{agent.persona.name} wakes up at {self.town.name(agent.place)}")
+            elif agent.status != SLEEPING and not awake and not (agent.action and agent.action.bedtime):
+                if agent.conversation:
+                    self._end_conversation(agent.conversation, "bedtime")
+                agent.pending_action = None
+                agent.start_action(Action("going to bed", agent.home, 0, bedtime=True))
+
+    def _perceive(self) -> None:
+        by_place: dict[str, list[PersonaAgent]] = {}
+        for agent in self.order:
+            by_place.setdefault(agent.place, []).append(agent)
+        for agent in self.order:
+            events = [e for e in self.place_events if e.place == agent.place]
+            agent.perceived = perceive(agent, by_place[agent.place], events, self.tick)
+
+    def _can_talk(self, agent: PersonaAgent, other: PersonaAgent) -> bool:
+        cooldown = timedelta(minutes=self.scenario.cognition.conversation_cooldown_minutes)
+        last = agent.last_talk.get(other.agent_id)
+        return other.free and other.place == agent.place and (last is None or self.now - last >= cooldown)
+
+    async def _decide(self, agent: PersonaAgent, intents: dict[str, tuple[str, str, int | None]]) -> None:
+        if agent.status == WAKING or (agent.status == IDLE and agent.plan_day != self.now.date()):
+            await daily_plan(agent)
+            agent.status = IDLE
+        if agent.free and agent.perceived.people:
+            candidates = [self.people[o] for o in agent.perceived.people if self._can_talk(agent, self.people[o])]
+            if candidates:
+                greeting, call_id = await react(agent, candidates[0])
+                if greeting:
+                    intents[agent.agent_id] = (candidates[0].agent_id, greeting, call_id)
+        if agent.status == IDLE and agent.pending_action is None:
+            agent.pending_action = await next_action(agent)
+
+    def _needs_thought(self, agent: PersonaAgent) -> bool:
+        if agent.status == WAKING:
+            return True
+        if agent.status == IDLE and agent.pending_action is None:
+            return True
+        return agent.free and bool(agent.perceived.people)
+
+    async def _think(self) -> int:
+        """Decide and converse phases; returns how many agents asked the LLM anything."""
+        intents: dict[str, tuple[str, str, int | None]] = {}
+        deciding = [a for a in self.order if self._needs_thought(a)]
+        await asyncio.gather(*(self._decide(a, intents) for a in deciding))
+        self._open_conversations(intents)
+        talking = sorted((c for c in self.conversations.values() if c.open), key=lambda c: c.id)
+        await asyncio.gather(*(self._advance(c) for c in talking))
+        return len(deciding) + sum(1 for c in talking)
+
+    # ------------------------------------------------------------------ conversations
+
+    def _open_conversations(self, intents: dict[str, tuple[str, str, int | None]]) -> None:
+        for initiator_id in sorted(intents):
+            target_id, greeting, call_id = intents[initiator_id]
+            a, b = self.people[initiator_id], self.people[target_id]
+            if not (a.free and b.free and a.place == b.place):
+                continue
+            conv = Conversation(
+                id=self.store.next_id("conversations"), place=a.place, participants=(a.agent_id, b.agent_id),
+                started_tick=self.tick, started_at=self.now, next_speaker=b.agent_id,
+            )
+            self.conversations[conv.id] = conv
+            for agent in (a, b):
+                agent.resume_status = IDLE if agent.status in (IDLE, WAKING) else ACTING
+                agent.status = TALKING
+                agent.conversation = conv
+                agent.last_talk[agent.conversation.partner(agent.agent_id)] = self.now
+            self.log_event(a, "conversation_start", f"{a.persona.name} starts talking with {b.persona.name}",
+                           {"conversation_id": conv.id, "with": b.agent_id})
+            self._save_conversation(conv)
+            self._add_utterance(conv, a, greeting, call_id)
+
+    def _add_utterance(self, conv: Conversation, speaker: PersonaAgent, text: str, call_id: int | None) -> None:
+        listener = self.people[conv.partner(speaker.agent_id)]
+        conv.lines.append((speaker.agent_id, text))
+        self.buffer.add("utterances", {
+            "conversation_id": conv.id, "tick": self.tick, "sim_time": sim_iso(self.now), "turn": conv.turns - 1,
+            "speaker_id": speaker.agent_id, "listener_id": listener.agent_id, "text": text, "llm_call_id": call_id,
+        })
+        self.log_event(speaker, "utterance", f'{speaker.persona.name} to {listener.persona.name}: "{text}"',
+                       {"conversation_id": conv.id})
+        for agent in (speaker, listener):
+            agent.remember("utterance", f'{speaker.persona.name} said to {listener.persona.name}: "{text}"')
+
+    async def _advance(self, conv: Conversation) -> None:
+        speaker = self.people[conv.next_speaker]
+        answer, call_id = await utter(speaker, conv)
+        self._add_utterance(conv, speaker, answer.say, call_id)
+        if answer.end_conversation:
+            self._end_conversation(conv, "goodbye")
+        elif conv.turns >= self.scenario.cognition.max_conversation_turns:
+            self._end_conversation(conv, "turn limit")
+        else:
+            conv.next_speaker = conv.partner(speaker.agent_id)
+
+    def _end_conversation(self, conv: Conversation, reason: str) -> None:
+        conv.ended_reason = reason
+        names = {a: self.people[a].persona.name for a in conv.participants}
+        gist = " / ".join(f"{names[s].split()[0]}: {t}" for s, t in conv.lines)
+        if len(gist) > 300:
+            gist = gist[:297] + "..."
+        for agent_id in conv.participants:
+            agent = self.people[agent_id]
+            other = names[conv.partner(agent_id)]
+            agent.remember("conversation", f"Talked with {other} at {self.town.name(conv.place)}: {gist}")
+            agent.conversation = None
+            if agent.status == TALKING:
+                agent.status = agent.resume_status
+        first = self.people[conv.participants[0]]
+        self.log_event(first, "conversation_end", f"{' and '.join(names.values())} stop talking ({reason})",
+                       {"conversation_id": conv.id, "turns": conv.turns})
+        self._save_conversation(conv, ended=True)
+        del self.conversations[conv.id]
+
+    def _save_conversation(self, conv: Conversation, ended: bool = False) -> None:
+        self.buffer.upsert("conversations", {
+            "id": conv.id, "place": conv.place, "participants": dumps(list(conv.participants)),
+            "started_tick": conv.started_tick, "started_at": sim_iso(conv.started_at),
+            "ended_tick": self.tick if ended else None, "ended_at": sim_iso(self.now) if ended else None,
+            "turns": conv.turns, "end_reason": conv.ended_reason,
+        })
+
+    # ------------------------------------------------------------------ act & commit
+
+    def _act(self) -> None:
+        minutes = float(self.clock.tick_minutes)
+        for agent in self.order:
+            if agent.status == IDLE and agent.pending_action is not None:
+                action, agent.pending_action = agent.pending_action, None
+                agent.start_action(action)
+            agent.advance(minutes)
+
+    def _record_states(self) -> None:
+        for agent in self.order:
+            self.buffer.add("agent_states", {
+                "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id, "place": agent.place,
+                "status": agent.status, "action": agent.doing(),
+                "destination": agent.action.place if agent.action else None,
+                "conversation_id": agent.conversation.id if agent.conversation else None,
+            })
+
+    def _commit(self, started: float, before: ClientStats, deciding: int) -> None:
+        s = self.llm.stats
+        self.buffer.add("ticks", {
+            "tick": self.tick, "sim_time": sim_iso(self.now), "wall_s": round(time.perf_counter() - started, 4),
+            "llm_calls": s.calls - before.calls, "llm_s": round(s.llm_seconds - before.llm_seconds, 4),
+            "prompt_tokens": s.prompt_tokens - before.prompt_tokens,
+            "completion_tokens": s.completion_tokens - before.completion_tokens,
+            "parse_failures": s.parse_failures - before.parse_failures, "fallbacks": s.fallbacks - before.fallbacks,
+            "batches": s.batches - before.batches, "deciding_agents": deciding,
+        })
+        self.store.commit(self.buffer, {"ticks_done": self.tick + 1})
+
+    # ------------------------------------------------------------------ end of run
+
+    def ask_probes(self) -> None:
+        """Ask every probe question of its agents (one batch), at the time the run ended."""
+        self.now = self.clock.time_at(self.tick)
+        jobs = []
+        for index, probe in enumerate(self.scenario.probes):
+            ids = sorted(self.people) if probe.agents == "all" else probe.agents
+            jobs += [(self.people[a], probe.question, index) for a in ids]
+
+        async def ask_all() -> list[tuple[str, bool, int | None]]:
+            return await asyncio.gather(*(answer_probe(a, q, i) for a, q, i in jobs))
+
+        for (agent, question, _), (answer, ok, call_id) in zip(jobs, asyncio.run(ask_all()), strict=True):
+            self.buffer.add("probes", {
+                "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id,
+                "question": question, "answer": answer, "ok": int(ok), "llm_call_id": call_id,
+            })
+        self.store.commit(self.buffer)

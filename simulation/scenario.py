@@ -1,0 +1,378 @@
+"""Scenario and persona files: pydantic models and a loader whose errors name file, line and field.
+
+A scenario describes one run: the clock, the town (places, objects, walking paths), the
+people (persona files by reference, or inline), scheduled whispers and place events,
+probe questions asked at the end, topics whose spread is measured, and LLM settings.
+``scenarios/valentines.yaml`` documents every field with comments.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import networkx as nx
+from pydantic import BaseModel, ConfigDict, Field, NaiveDatetime, ValidationError, field_validator, model_validator
+
+from simulation.errors import FieldPath, InputError, Problem
+from simulation.yamlfile import YamlDocument, load_yaml
+
+Identifier = Annotated[
+    str,
+    Field(
+        pattern=r"^[a-z][a-z0-9_]{0,63}$",
+        description="lower_snake_case id: a letter, then letters, digits or underscores",
+    ),
+]
+ShortText = Annotated[str, Field(min_length=1, max_length=200)]
+LongText = Annotated[str, Field(max_length=4000)]
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors: a typo in a scenario must never be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+def _clock_time(value: Any) -> Any:
+    # YAML 1.1 reads an unquoted 6:30 as the base-60 integer 390.
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise ValueError("write times as quoted 'HH:MM' strings, e.g. '06:30'")
+    return value
+
+
+# --------------------------------------------------------------------------- personas
+
+
+class BigFive(StrictModel):
+    """Target Big Five trait levels on a 0-1 scale (0.5 = population average)."""
+
+    openness: Unit
+    conscientiousness: Unit
+    extraversion: Unit
+    agreeableness: Unit
+    neuroticism: Unit
+
+
+class Routine(StrictModel):
+    """When a person is awake, and what a usual day looks like."""
+
+    wake: time = Field(description="usual wake-up time, 'HH:MM'")
+    sleep: time = Field(description="usual bedtime, 'HH:MM'")
+    description: LongText = ""
+
+    _check_times = field_validator("wake", "sleep", mode="before")(_clock_time)
+
+
+class Persona(StrictModel):
+    """One person. Persona files hold exactly this mapping."""
+
+    id: Identifier
+    name: ShortText
+    age: int = Field(ge=0, le=120)
+    occupation: ShortText
+    household: LongText = ""
+    traits: list[ShortText] = Field(default_factory=list, max_length=12)
+    big_five: BigFive
+    backstory: LongText = ""
+    speaking_style: LongText = ""
+    routine: Routine
+    relationships: dict[Identifier, LongText] = Field(
+        default_factory=dict, description="how this person sees others, by persona id"
+    )
+    memories: list[LongText] = Field(
+        default_factory=list, max_length=200, description="seed memories at the start of a run"
+    )
+
+
+class PersonaEntry(StrictModel):
+    """A person in a scenario: a persona (from a file or inline) and where they live."""
+
+    file: str | None = Field(None, description="persona YAML, relative to the scenario file")
+    persona: Persona | None = Field(None, description="an inline persona instead of a file")
+    home: Identifier = Field(description="place id of this person's home")
+    start_place: Identifier | None = Field(None, description="where they are at the start (default: home)")
+    workplace: Identifier | None = Field(None, description="place id where they usually spend the working day")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PersonaEntry:
+        if (self.file is None) == (self.persona is None):
+            raise ValueError("give exactly one of 'file' or 'persona'")
+        return self
+
+
+# --------------------------------------------------------------------------- town
+
+
+class Place(StrictModel):
+    id: Identifier
+    name: ShortText
+    kind: ShortText = Field(description="home, cafe, park, shop, college, bar, ...")
+    description: LongText = ""
+    objects: list[ShortText] = Field(default_factory=list, max_length=50)
+    position: tuple[float, float] | None = Field(
+        None, description="x, y for the map in the viewer (default: a graph layout)"
+    )
+
+
+class PathSpec(StrictModel):
+    between: tuple[Identifier, Identifier]
+    minutes: int = Field(ge=1, le=600, description="walking time in game minutes")
+
+
+class Town(StrictModel):
+    places: list[Place] = Field(min_length=1, max_length=500)
+    paths: list[PathSpec] = Field(default_factory=list, max_length=5000)
+
+
+# --------------------------------------------------------------------------- run
+
+
+class Clock(StrictModel):
+    start: NaiveDatetime = Field(description="game time of the first tick, 'YYYY-MM-DD HH:MM' (no time zone)")
+    tick_minutes: int = Field(10, ge=1, le=240, description="game minutes per tick")
+    duration_hours: float = Field(24, gt=0, le=24 * 60, description="game hours in a full run")
+
+    @property
+    def total_ticks(self) -> int:
+        return max(1, int(self.duration_hours * 60 // self.tick_minutes))
+
+    def time_at(self, tick: int) -> datetime:
+        return self.start + timedelta(minutes=tick * self.tick_minutes)
+
+    def tick_at(self, moment: datetime) -> int:
+        """First tick whose time is at or after ``moment``."""
+        minutes = (moment - self.start).total_seconds() / 60
+        return max(0, int(-(-minutes // self.tick_minutes)))
+
+
+class ScheduledEvent(StrictModel):
+    at: NaiveDatetime = Field(description="game time, 'YYYY-MM-DD HH:MM' (no time zone)")
+    kind: Literal["whisper", "place_event"] = Field(
+        description="whisper: a thought put into one person's mind (their 'inner voice'); "
+        "place_event: something everyone at a place can see while it lasts"
+    )
+    text: LongText = Field(min_length=1)
+    to: Identifier | None = Field(None, description="persona id (whisper)")
+    place: Identifier | None = Field(None, description="place id (place_event)")
+    duration_minutes: int = Field(60, ge=1, le=24 * 60, description="how long a place event lasts")
+
+    @model_validator(mode="after")
+    def _target(self) -> ScheduledEvent:
+        if self.kind == "whisper" and not self.to:
+            raise ValueError("a whisper needs 'to' (a persona id)")
+        if self.kind == "place_event" and not self.place:
+            raise ValueError("a place_event needs 'place' (a place id)")
+        return self
+
+
+class Probe(StrictModel):
+    question: LongText = Field(min_length=1)
+    agents: list[Identifier] | Literal["all"] = "all"
+
+
+class Topic(StrictModel):
+    id: Identifier
+    keywords: list[ShortText] = Field(min_length=1, description="case-insensitive words that mark the topic")
+
+
+class LLMSettings(StrictModel):
+    backend: Literal["llamacpp"] = "llamacpp"
+    model: str | None = Field(None, description="path to a GGUF file (default: bundled SmolLM2-135M-Instruct)")
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(96, ge=8, le=4096)
+    context_tokens: int = Field(2048, ge=256, le=131072)
+    threads: int | None = Field(None, ge=1, le=512)
+
+
+class CognitionSettings(StrictModel):
+    attention_bandwidth: int = Field(3, ge=1, le=50, description="how many things an agent notices per tick")
+    max_conversation_turns: int = Field(6, ge=2, le=50)
+    conversation_cooldown_minutes: int = Field(120, ge=0, le=24 * 60, description="before the same two talk again")
+    memory_window: int = Field(8, ge=1, le=100, description="recent memories shown in a prompt")
+
+
+class Scenario(StrictModel):
+    name: ShortText
+    description: LongText = ""
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    clock: Clock
+    town: Town
+    personas: list[PersonaEntry] = Field(min_length=1, max_length=1000)
+    events: list[ScheduledEvent] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list)
+    topics: list[Topic] = Field(default_factory=list)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    cognition: CognitionSettings = Field(default_factory=CognitionSettings)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+class ResolvedPersona(BaseModel):
+    """A persona with the scenario's placement of it."""
+
+    persona: Persona
+    home: str
+    start_place: str
+    workplace: str | None = None
+    source: str
+
+
+class LoadedScenario(BaseModel):
+    """A validated scenario with every persona resolved; what the engine runs."""
+
+    path: str
+    scenario: Scenario
+    people: list[ResolvedPersona]
+    source_text: str
+
+    def persona(self, agent_id: str) -> Persona:
+        return next(p.persona for p in self.people if p.persona.id == agent_id)
+
+
+def _pydantic_problems(doc: YamlDocument, exc: ValidationError, prefix: FieldPath = ()) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = prefix + tuple(err["loc"])
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key {loc[-1]!r}"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        problems.append(doc.problem(loc, msg))
+    return problems
+
+
+def _validate(doc: YamlDocument, model: type[BaseModel], what: str) -> Any:
+    if not isinstance(doc.data, dict):
+        kind = type(doc.data).__name__
+        kind = {"list": "a list", "str": "a string", "int": "a number", "float": "a number",
+                "NoneType": "nothing (null)", "bool": "a boolean", "datetime": "a date"}.get(kind, kind)
+        raise InputError(Problem(str(doc.path), f"a {what} file must be a mapping of fields, found {kind}", 1, 1))
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        raise InputError(_pydantic_problems(doc, exc)) from None
+
+
+def load_persona(path: Path | str) -> Persona:
+    """Load and validate one persona file."""
+    return _validate(load_yaml(path, "persona file"), Persona, "persona")
+
+
+def _check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPersona]) -> list[Problem]:
+    problems: list[Problem] = []
+    place_ids: dict[str, int] = {}
+    for i, place in enumerate(sc.town.places):
+        if place.id in place_ids:
+            problems.append(doc.problem(("town", "places", i, "id"), f"duplicate place id {place.id!r}"))
+        place_ids[place.id] = i
+    for i, path in enumerate(sc.town.paths):
+        a, b = path.between
+        for j, end in enumerate((a, b)):
+            if end not in place_ids:
+                problems.append(doc.problem(("town", "paths", i, "between", j), f"unknown place {end!r}"))
+        if a == b:
+            problems.append(doc.problem(("town", "paths", i, "between"), f"a path from {a!r} to itself"))
+    if not problems and len(place_ids) > 1:
+        graph = nx.Graph()
+        graph.add_nodes_from(place_ids)
+        graph.add_edges_from(p.between for p in sc.town.paths)
+        parts = sorted(nx.connected_components(graph), key=len, reverse=True)
+        for part in parts[1:]:
+            cut_off = sorted(part)[0]
+            problems.append(
+                doc.problem(
+                    ("town", "places", place_ids[cut_off], "id"),
+                    f"place {cut_off!r} cannot be reached from {sorted(parts[0])[0]!r}; add a path",
+                )
+            )
+    agent_ids: dict[str, int] = {}
+    for i, person in enumerate(people):
+        pid = person.persona.id
+        if pid in agent_ids:
+            problems.append(doc.problem(("personas", i), f"duplicate persona id {pid!r} (also personas[{agent_ids[pid]}])"))
+        agent_ids.setdefault(pid, i)
+        for key in ("home", "start_place", "workplace"):
+            place = getattr(sc.personas[i], key)
+            if place is not None and place not in place_ids:
+                problems.append(doc.problem(("personas", i, key), f"unknown place {place!r}"))
+    end = sc.clock.start + timedelta(hours=sc.clock.duration_hours)
+    for i, ev in enumerate(sc.events):
+        if ev.to is not None and ev.to not in agent_ids:
+            problems.append(doc.problem(("events", i, "to"), f"unknown persona {ev.to!r}"))
+        if ev.place is not None and ev.place not in place_ids:
+            problems.append(doc.problem(("events", i, "place"), f"unknown place {ev.place!r}"))
+        if not sc.clock.start <= ev.at < end:
+            problems.append(
+                doc.problem(("events", i, "at"), f"{ev.at:%Y-%m-%d %H:%M} is outside the run "
+                            f"({sc.clock.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M})")
+            )
+    for i, probe in enumerate(sc.probes):
+        if probe.agents != "all":
+            for j, aid in enumerate(probe.agents):
+                if aid not in agent_ids:
+                    problems.append(doc.problem(("probes", i, "agents", j), f"unknown persona {aid!r}"))
+    topic_ids: set[str] = set()
+    for i, topic in enumerate(sc.topics):
+        if topic.id in topic_ids:
+            problems.append(doc.problem(("topics", i, "id"), f"duplicate topic id {topic.id!r}"))
+        topic_ids.add(topic.id)
+    if sc.llm.model is not None:
+        model_path = Path(sc.llm.model)
+        try:
+            model_path = model_path.expanduser()
+        except RuntimeError:  # '~someone' with no such user: reported as not found below
+            pass
+        if not model_path.is_absolute():
+            model_path = Path(doc.path).parent / model_path
+        if not model_path.is_file():
+            problems.append(doc.problem(("llm", "model"), f"model file not found: {model_path}"))
+    return problems
+
+
+def load(path: Path | str) -> LoadedScenario:
+    """Load, validate and resolve a scenario file. Raises InputError naming file, line and field."""
+    doc = load_yaml(path, "scenario file")
+    sc: Scenario = _validate(doc, Scenario, "scenario")
+    people: list[ResolvedPersona] = []
+    problems: list[Problem] = []
+    for i, entry in enumerate(sc.personas):
+        if entry.persona is not None:
+            persona, source = entry.persona, f"{doc.path} (inline)"
+        else:
+            persona_path = Path(doc.path).parent / entry.file  # type: ignore[operator]
+            if not persona_path.is_file():
+                what = "is a directory" if persona_path.is_dir() else "not found"
+                problems.append(doc.problem(("personas", i, "file"), f"persona file {what}: {persona_path}"))
+                continue
+            try:
+                persona = load_persona(persona_path)
+            except InputError as exc:
+                problems.extend(exc.problems)
+                continue
+            source = str(persona_path)
+        people.append(
+            ResolvedPersona(persona=persona, home=entry.home, start_place=entry.start_place or entry.home,
+                            workplace=entry.workplace, source=source)
+        )
+    if problems:
+        raise InputError(problems)
+    problems = _check_references(doc, sc, people)
+    if problems:
+        raise InputError(problems)
+    return LoadedScenario(path=str(doc.path), scenario=sc, people=people, source_text=Path(path).read_text("utf-8-sig"))
+
+
+def json_schema(kind: Literal["scenario", "persona"] = "scenario") -> dict[str, Any]:
+    """JSON Schema for editors (e.g. the YAML language server's ``# yaml-language-server: $schema=``)."""
+    model = Scenario if kind == "scenario" else Persona
+    schema = model.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = f"Agora {kind}"
+    return schema

@@ -1,0 +1,205 @@
+"""run.db: the one record of a run (SQLite in WAL mode, written through sqlite-utils).
+
+The model buffers everything a tick produces in a ``TickBuffer`` and commits it in one
+transaction, so readers (the viewer, pandas, Datasette) only ever see whole ticks, and a
+crash loses at most the tick in flight. Row ids are assigned here, deterministically, so
+rows can cite each other (a memory's evidence, an utterance's LLM call) before commit.
+The table layout is documented in docs/run-db.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from simulation.errors import RunError
+
+SCHEMA_VERSION = 1
+
+# table -> (columns, primary key). Every table carries run_id.
+TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
+    "runs": (
+        {"run_id": str, "scenario": str, "scenario_path": str, "scenario_yaml": str, "description": str,
+         "seed": int, "backend": str, "model": str, "tick_minutes": int, "start_time": str,
+         "ticks_planned": int, "ticks_done": int, "status": str, "message": str,
+         "started_at": str, "finished_at": str, "agora_version": str, "schema_version": int},
+        "run_id",
+    ),
+    "agents": (
+        {"run_id": str, "agent_id": str, "name": str, "age": int, "occupation": str, "home": str,
+         "start_place": str, "source": str, "persona": str},
+        ("run_id", "agent_id"),
+    ),
+    "places": (
+        {"run_id": str, "place_id": str, "name": str, "kind": str, "description": str,
+         "objects": str, "x": float, "y": float},
+        ("run_id", "place_id"),
+    ),
+    "paths": ({"run_id": str, "a": str, "b": str, "minutes": int}, ("run_id", "a", "b")),
+    "ticks": (
+        {"run_id": str, "tick": int, "sim_time": str, "wall_s": float, "llm_calls": int, "llm_s": float,
+         "prompt_tokens": int, "completion_tokens": int, "parse_failures": int, "fallbacks": int,
+         "batches": int, "deciding_agents": int},
+        ("run_id", "tick"),
+    ),
+    "agent_states": (
+        {"run_id": str, "tick": int, "sim_time": str, "agent_id": str, "place": str, "status": str,
+         "action": str, "destination": str, "conversation_id": int},
+        ("run_id", "tick", "agent_id"),
+    ),
+    "events": (
+        {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "place": str,
+         "kind": str, "text": str, "data": str},
+        "id",
+    ),
+    "memories": (
+        {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "kind": str,
+         "text": str, "importance": float, "evidence": str},
+        "id",
+    ),
+    "plans": (
+        {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "day": str,
+         "items": str, "ok": int},
+        "id",
+    ),
+    "conversations": (
+        {"id": int, "run_id": str, "place": str, "participants": str, "started_tick": int,
+         "started_at": str, "ended_tick": int, "ended_at": str, "turns": int, "end_reason": str},
+        "id",
+    ),
+    "utterances": (
+        {"id": int, "run_id": str, "conversation_id": int, "tick": int, "sim_time": str, "turn": int,
+         "speaker_id": str, "listener_id": str, "text": str, "llm_call_id": int},
+        "id",
+    ),
+    "llm_calls": (
+        {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "purpose": str,
+         "backend": str, "model": str, "attempt": int, "seed": int, "temperature": float,
+         "max_tokens": int, "messages": str, "json_schema": str, "completion": str,
+         "finish_reason": str, "parse_ok": int, "parse_error": str, "fallback": int, "cache_hit": int,
+         "prompt_tokens": int, "completion_tokens": int, "latency_s": float},
+        "id",
+    ),
+    "probes": (
+        {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "question": str,
+         "answer": str, "ok": int, "llm_call_id": int},
+        "id",
+    ),
+}
+
+INDEXES = [
+    ("events", ["tick"]), ("events", ["agent_id"]), ("memories", ["agent_id"]),
+    ("utterances", ["conversation_id"]), ("llm_calls", ["tick"]), ("agent_states", ["agent_id"]),
+]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def sim_iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class TickBuffer:
+    """Rows produced during one tick, waiting for the tick's single commit."""
+
+    def __init__(self, store: RunStore):
+        self._store = store
+        self.rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.upserts: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
+
+    def add(self, table: str, row: dict[str, Any]) -> int | None:
+        """Queue a row; tables with an integer ``id`` get the next id, which is returned."""
+        row = {"run_id": self._store.run_id, **row}
+        new_id = None
+        if TABLES[table][1] == "id":
+            new_id = self._store.next_id(table)
+            row["id"] = new_id
+        self.rows[table].append(row)
+        return new_id
+
+    def upsert(self, table: str, row: dict[str, Any]) -> None:
+        """Queue an insert-or-update, keyed by ``id`` (the last one in a tick wins)."""
+        row = {"run_id": self._store.run_id, **row}
+        self.upserts[table][row["id"]] = row
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.rows.values()) + sum(len(v) for v in self.upserts.values())
+
+
+class RunStore:
+    """Owns run.db for one run directory."""
+
+    def __init__(self, path: Path, run_id: str):
+        self.path = Path(path)
+        self.run_id = run_id
+        try:
+            self.db = sqlite_utils.Database(self.path)
+            self.db.enable_wal()
+        except Exception as exc:  # sqlite3.DatabaseError, OSError
+            raise RunError(f"cannot open {self.path}: {exc}") from None
+        self._next: dict[str, int] = {}
+
+    # ----------------------------------------------------------------- creation
+
+    @classmethod
+    def create(cls, run_dir: Path, run_id: str) -> RunStore:
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunError(f"cannot create run directory {run_dir}: {exc.strerror or exc}") from None
+        path = run_dir / "run.db"
+        if path.exists():
+            raise RunError(f"{path} already exists; choose another --out")
+        store = cls(path, run_id)
+        with store.db.atomic():
+            for name, (columns, pk) in TABLES.items():
+                store.db[name].create(columns, pk=pk, not_null={"run_id"})
+            for table, cols in INDEXES:
+                store.db[table].create_index(cols)
+        return store
+
+    def next_id(self, table: str) -> int:
+        if table not in self._next:
+            row = self.db.execute(f"select max(id) from [{table}]").fetchone()
+            self._next[table] = (row[0] or 0) + 1
+        value = self._next[table]
+        self._next[table] = value + 1
+        return value
+
+    def buffer(self) -> TickBuffer:
+        return TickBuffer(self)
+
+    # ----------------------------------------------------------------- writing
+
+    def commit(self, buffer: TickBuffer, run_update: dict[str, Any] | None = None) -> None:
+        """Write everything in ``buffer`` (and an update of the runs row) in one transaction."""
+        try:
+            with self.db.atomic():
+                for table, rows in buffer.rows.items():
+                    self.db[table].insert_all(rows)
+                for table, by_id in buffer.upserts.items():
+                    self.db[table].upsert_all(list(by_id.values()), pk="id")
+                if run_update:
+                    self.db["runs"].update(self.run_id, run_update)
+        except Exception as exc:
+            raise RunError(f"cannot write {self.path}: {exc}") from None
+        buffer.rows.clear()
+        buffer.upserts.clear()
+
+    def update_run(self, **fields: Any) -> None:
+        with self.db.atomic():
+            self.db["runs"].update(self.run_id, fields)
+
+    def close(self) -> None:
+        self.db.close()

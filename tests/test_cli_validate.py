@@ -1,0 +1,177 @@
+"""The ``agora validate`` and ``agora schema`` commands, run as real subprocesses.
+
+Exit codes: 0 valid, 2 bad input with a message naming file and line on stderr, never a traceback.
+All invocations are started together once per module (they are independent) to keep the tests fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD = "tests/data/bad"
+GOOD = "tests/data/good"
+AGORA = Path(sys.executable).parent / "agora"  # the console script installed next to this Python
+
+# bad file -> (file named in the message, line, fragment of the message)
+BAD_FILES = {
+    "path_unknown_place.yaml": ("path_unknown_place.yaml", 11, "unknown place 'moon'"),
+    "duplicate_key.yaml": ("duplicate_key.yaml", 15, "duplicate key 'name'"),
+    "syntax_error.yaml": ("syntax_error.yaml", 4, "invalid YAML"),
+    "python_tag.yaml": ("python_tag.yaml", 15, "YAML tag not allowed"),
+    "inline_unquoted_time.yaml": ("inline_unquoted_time.yaml", 20, "quoted 'HH:MM'"),
+    "refs_bad_persona.yaml": ("big_five_out_of_range.persona.yaml", 6, "big_five.openness"),
+}
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("AGORA_DEBUG", "FORCE_COLOR", "COLUMNS")}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "simulation.cli", *args]
+
+
+@pytest.fixture(scope="module")
+def tmp_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("cli")
+    binary = d / "binary.yaml"
+    binary.write_bytes(b"name: x\x00\xff\xfe")
+    deep = d / "deep.yaml"
+    deep.write_text("name: deep\nx: " + "[" * 200 + "]" * 200 + "\n")
+    long_dir = d / ("a_directory_with_a_long_name_so_that_the_error_line_is_longer_than_eighty_columns")
+    long_dir.mkdir()
+    long_file = long_dir / "path_unknown_place.yaml"
+    long_file.write_text((ROOT / BAD / "path_unknown_place.yaml").read_text())
+    return {"binary": binary, "deep": deep, "long": long_file, "missing": d / "missing.yaml"}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_inputs: dict[str, Path]) -> dict[str, subprocess.CompletedProcess[str]]:
+    calls: dict[str, list[str]] = {
+        "valid": _cli("validate", "scenarios/valentines.yaml", f"{GOOD}/minimal.yaml"),
+        # one call, several bad inputs next to a valid one: every problem is listed
+        "mixed": _cli(
+            "validate", f"{GOOD}/minimal.yaml", f"{BAD}/duplicate_place.yaml", f"{BAD}/empty.yaml",
+            str(tmp_inputs["binary"]), str(tmp_inputs["deep"]),
+        ),
+        "missing": _cli("validate", str(tmp_inputs["missing"])),
+        "long": _cli("validate", str(tmp_inputs["long"])),
+        "schema": _cli("schema"),
+        # the installed entry point, not python -m
+        "schema_persona": [str(AGORA), "schema", "--kind", "persona"],
+        "schema_nonsense": _cli("schema", "--kind", "nonsense"),
+    }
+    for name in BAD_FILES:
+        calls[f"bad:{name}"] = _cli("validate", f"{BAD}/{name}")
+
+    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(args, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {key: pool.submit(run, args) for key, args in calls.items()}
+        return {key: f.result() for key, f in futures.items()}
+
+
+def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stdout
+    assert "Traceback" not in proc.stderr
+    assert "internal error" not in proc.stderr
+
+
+def _flat(text: str) -> str:
+    """Undo line wrapping of the terminal output for fragment checks."""
+    return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def test_valid_scenarios_exit_0(runs) -> None:
+    proc = runs["valid"]
+    assert proc.returncode == 0, proc.stderr
+    _no_traceback(proc)
+    assert proc.stdout.count("ok") >= 2
+    assert "valentines.yaml" in proc.stdout and "minimal.yaml" in proc.stdout
+    assert "8 people" in _flat(proc.stdout) and "216 ticks" in _flat(proc.stdout)
+    assert proc.stderr.strip() == ""
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_file_exits_2_with_file_and_line(runs, name: str) -> None:
+    proc = runs[f"bad:{name}"]
+    named, line, fragment = BAD_FILES[name]
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    _no_traceback(proc)
+    assert f"{named}:{line}:" in proc.stderr, proc.stderr
+    assert fragment in _flat(proc.stderr), proc.stderr
+    assert "ok" not in proc.stdout
+
+
+def test_bad_file_path_is_printed_as_given(runs) -> None:
+    proc = runs["bad:path_unknown_place.yaml"]
+    assert f"{BAD}/path_unknown_place.yaml:11:" in proc.stderr
+
+
+def test_several_files_every_problem_listed(runs, tmp_inputs) -> None:
+    proc = runs["mixed"]
+    assert proc.returncode == 2
+    _no_traceback(proc)
+    assert "RecursionError" not in proc.stderr
+    assert "ok" in proc.stdout and "minimal.yaml" in proc.stdout  # the valid one is still checked
+    err = _flat(proc.stderr)
+    assert "4 problem(s)" in err
+    assert "duplicate_place.yaml:10:" in proc.stderr and "duplicate place id 'cafe'" in err
+    assert "empty.yaml" in proc.stderr and "is empty" in err
+    assert "binary.yaml" in proc.stderr and "not a text file" in err
+    assert "deep.yaml:2:" in proc.stderr and "nesting deeper" in err
+
+
+def test_missing_file_exits_2(runs) -> None:
+    proc = runs["missing"]
+    assert proc.returncode == 2
+    _no_traceback(proc)
+    assert "missing.yaml" in proc.stderr
+    assert "not found" in _flat(proc.stderr)
+    assert proc.stdout.strip() == ""
+
+
+def test_long_error_line_is_not_wrapped(runs, tmp_inputs) -> None:
+    proc = runs["long"]
+    assert proc.returncode == 2
+    assert re.search(re.escape(str(tmp_inputs["long"])) + r":\d+:\d+: ", proc.stderr), proc.stderr
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def test_schema_prints_json(runs) -> None:
+    proc = runs["schema"]
+    assert proc.returncode == 0, proc.stderr
+    schema = json.loads(proc.stdout)
+    assert {"clock", "town", "personas"} <= set(schema["properties"])
+
+
+def test_schema_persona_prints_json(runs) -> None:
+    proc = runs["schema_persona"]
+    assert proc.returncode == 0, proc.stderr
+    schema = json.loads(proc.stdout)
+    assert "big_five" in schema["properties"]
+
+
+def test_schema_unknown_kind_exits_2(runs) -> None:
+    proc = runs["schema_nonsense"]
+    assert proc.returncode == 2
+    _no_traceback(proc)
+    assert "nonsense" in proc.stderr
+    assert proc.stdout.strip() == ""

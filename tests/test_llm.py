@@ -1,0 +1,220 @@
+"""The LLM layer: batching client, retries and fallbacks, seeds, and the real llama.cpp backend."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from pydantic import BaseModel
+
+from simulation.cognition.schemas import action_model
+from simulation.errors import RunError
+from simulation.llm.client import LLMClient, parse_answer
+from simulation.llm.seeds import derive_seed
+from simulation.llm.types import LLMRequest, RawCompletion
+
+
+class Echo(BaseModel):
+    n: int
+
+
+class CountingBackend:
+    """Answers {"n": <index in batch>}, or garbage for the first ``bad`` calls."""
+
+    name = "counting"
+    model_id = "counting"
+
+    def __init__(self, bad: int = 0, error: Exception | None = None):
+        self.batches: list[int] = []
+        self.bad = bad
+        self.error = error
+        self.seen: list[LLMRequest] = []
+
+    def generate(self, requests, on_done=None):
+        if self.error:
+            raise self.error
+        self.batches.append(len(requests))
+        out = []
+        for i, r in enumerate(requests):
+            self.seen.append(r)
+            text = "{oops" if self.bad > 0 else json.dumps({"n": i})
+            self.bad -= 1
+            out.append(RawCompletion(text=text, prompt_tokens=3, completion_tokens=2, latency_s=0.01,
+                                     finish_reason="stop"))
+        return out
+
+    def close(self):
+        pass
+
+
+def ask(client, agent, **kw):
+    return client.ask([{"role": "user", "content": agent}], Echo, default=Echo(n=-1), purpose="t",
+                      agent_id=agent, tick=0, **kw)
+
+
+def test_concurrent_asks_form_one_batch():
+    backend = CountingBackend()
+    client = LLMClient(backend, run_seed=1)
+
+    async def main():
+        return await asyncio.gather(*(ask(client, f"a{i}") for i in range(7)))
+
+    answers = asyncio.run(main())
+    assert backend.batches == [7]
+    assert sorted(a.value.n for a in answers) == list(range(7))
+    assert client.stats.calls == 7 and client.stats.batches == 1
+
+
+def test_sequential_steps_of_one_agent_form_successive_batches():
+    backend = CountingBackend()
+    client = LLMClient(backend, run_seed=1)
+
+    async def agent(name):
+        await ask(client, name)
+        await ask(client, name + "-again")
+
+    async def main():
+        await asyncio.gather(agent("a"), agent("b"), agent("c"))
+
+    asyncio.run(main())
+    assert backend.batches == [3, 3]
+
+
+def test_bad_answer_retried_once_with_new_seed_then_default():
+    backend = CountingBackend(bad=2)
+    records = []
+    client = LLMClient(backend, run_seed=1, on_call=lambda r: records.append(r) or len(records))
+    answer = asyncio.run(ask(client, "a"))
+    assert not answer.ok and answer.value.n == -1
+    assert [r.attempt for r in records] == [0, 1]
+    assert records[0].request.seed != records[1].request.seed
+    assert records[-1].fallback and not records[0].fallback
+    assert answer.call_id == 2
+    assert client.stats.parse_failures == 2 and client.stats.fallbacks == 1
+
+
+def test_retry_recovers():
+    backend = CountingBackend(bad=1)
+    client = LLMClient(backend, run_seed=1)
+    answer = asyncio.run(ask(client, "a"))
+    assert answer.ok and answer.value.n == 0
+    assert client.stats.calls == 2 and client.stats.fallbacks == 0
+
+
+def test_backend_failure_reaches_every_waiting_agent():
+    client = LLMClient(CountingBackend(error=RunError("server gone")), run_seed=1)
+
+    async def main():
+        return await asyncio.gather(*(ask(client, f"a{i}") for i in range(3)), return_exceptions=True)
+
+    results = asyncio.run(main())
+    assert all(isinstance(r, RunError) for r in results)
+
+
+def test_truncated_answer_is_a_parse_failure():
+    class Cut(CountingBackend):
+        def generate(self, requests, on_done=None):
+            return [RawCompletion(text='{"n": 1', finish_reason="length") for _ in requests]
+
+    client = LLMClient(Cut(), run_seed=1)
+    answer = asyncio.run(ask(client, "a"))
+    assert not answer.ok
+
+
+def test_seeds_depend_on_who_when_and_why_not_on_batch():
+    assert derive_seed(7, "isabella", 3, "plan", 0) == derive_seed(7, "isabella", 3, "plan", 0)
+    seeds = {derive_seed(7, a, t, p, 0) for a in ("x", "y") for t in (1, 2) for p in ("plan", "react")}
+    assert len(seeds) == 8
+    assert derive_seed(7, "x", 1, "plan", 0) != derive_seed(8, "x", 1, "plan", 0)
+    assert 0 <= derive_seed(7, "x") < 2**31
+
+
+def test_parse_answer_reports_the_field():
+    model = action_model(("a", "b"))
+    value, err = parse_answer('{"action": "x", "place": "zzz", "minutes": 5}', model)
+    assert value is None and "place" in err
+    value, err = parse_answer('{"action": "x", "place": "a", "minutes": 500}', model)
+    assert err is None and value.minutes == 180, "numbers are clamped, not rejected"
+
+
+def test_request_key_changes_with_every_field():
+    base = LLMRequest(messages=[{"role": "user", "content": "hi"}], json_schema={"type": "object"}, seed=1)
+    key = base.key("m")
+    assert base.key("m") == key
+    for change in ({"seed": 2}, {"temperature": 0.1}, {"max_tokens": 5}, {"json_schema": None},
+                   {"messages": [{"role": "user", "content": "ho"}]}):
+        assert base.model_copy(update=change).key("m") != key
+    assert base.key("other-model") != key
+
+
+# ---------------------------------------------------------------- the real bundled model
+
+
+@pytest.fixture(scope="module")
+def llama():
+    from simulation.llm.llamacpp import LlamaCppBackend
+
+    backend = LlamaCppBackend(prefix_states=8)
+    yield backend
+    backend.close()
+
+
+def _requests(n_agents=3, n_each=2):
+    schema = action_model(("home", "cafe", "park")).model_json_schema()
+    return [
+        LLMRequest(
+            messages=[
+                {"role": "system", "content": f"You are person {a}, a baker who likes long walks. Answer with JSON only."},
+                {"role": "user", "content": f"It is {8 + h}:00. What do you do next?"},
+            ],
+            json_schema=schema, max_tokens=48, temperature=0.7, seed=100 * a + h,
+        )
+        for a in range(n_agents) for h in range(n_each)
+    ]
+
+
+def test_bundled_model_answers_under_the_schema(llama):
+    model = action_model(("home", "cafe", "park"))
+    outs = llama.generate(_requests())
+    assert all(o.error is None for o in outs)
+    for o in outs:
+        value, err = parse_answer(o.text, model)
+        assert err is None, (o.text, err)
+        assert o.prompt_tokens > 0 and o.completion_tokens > 0
+
+
+def test_answers_do_not_depend_on_batch_order_or_cache(llama):
+    from simulation.llm.llamacpp import LlamaCppBackend
+
+    reqs = _requests()
+    forward = [o.text for o in llama.generate(reqs)]
+    backward = [o.text for o in llama.generate(list(reversed(reqs)))][::-1]
+    assert forward == backward
+    cold = LlamaCppBackend(prefix_states=0)
+    try:
+        singles = []
+        for r in reqs:
+            cold._llm.reset()
+            singles.append(cold.generate([r])[0].text)
+    finally:
+        cold.close()
+    assert singles == forward
+    assert llama.prefix_restores + llama.prefix_hits > 0
+
+
+def test_prompt_too_long_is_an_error_answer_not_a_crash(llama):
+    req = LLMRequest(messages=[{"role": "user", "content": "word " * 5000}], max_tokens=16)
+    out = llama.generate([req])[0]
+    assert out.error and "context window" in out.error
+
+
+def test_unloadable_model_file_is_a_clear_run_error(tmp_path):
+    from simulation.llm.llamacpp import LlamaCppBackend
+
+    fake = tmp_path / "fake.gguf"
+    fake.write_text("this is not a model")
+    with pytest.raises(RunError, match="cannot load model"):
+        LlamaCppBackend(fake)
+    with pytest.raises(RunError, match="not found"):
+        LlamaCppBackend(tmp_path / "missing.gguf")

@@ -1,0 +1,95 @@
+"""End to end: `agora run` as a user runs it, on the real bundled SmolLM2 model."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+from conftest import FLAGSHIP, ROOT
+
+AGORA = [sys.executable, "-m", "simulation.cli"]
+
+
+def agora(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("AGORA_DEBUG", None)
+    return subprocess.run([*AGORA, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    proc = agora("run", str(FLAGSHIP), "--ticks", "6", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    return proc, run_dir, sqlite_utils.Database(run_dir / "run.db")
+
+
+@pytest.mark.slow
+def test_real_run_records_everything(real_run):
+    proc, run_dir, db = real_run
+    assert run_dir.is_dir() and (run_dir / "run.db").is_file()
+    run = next(db["runs"].rows)
+    assert run["status"] == "finished" and run["ticks_done"] == 6
+    assert run["backend"] == "llamacpp" and run["model"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    agents = {r["agent_id"] for r in db["agents"].rows}
+    assert len(agents) == 8
+    with_events = {r["agent_id"] for r in db.query("select distinct agent_id from events")}
+    with_memories = {r["agent_id"] for r in db.query("select distinct agent_id from memories")}
+    assert agents <= with_events and agents <= with_memories
+
+
+@pytest.mark.slow
+def test_real_run_accounts_every_llm_call(real_run):
+    _, _, db = real_run
+    calls = db["llm_calls"].count
+    in_ticks = db.execute("select sum(llm_calls) from ticks").fetchone()[0]
+    probe_calls = db.execute("select count(*) from llm_calls where purpose like 'probe%'").fetchone()[0]
+    assert calls > 0 and calls == in_ticks + probe_calls
+    assert db.execute("select count(*) from llm_calls where prompt_tokens = 0").fetchone()[0] == 0
+    assert db["probes"].count == 16
+    assert all(r["parse_ok"] in (0, 1) for r in db["llm_calls"].rows)
+    ok = db.execute("select avg(parse_ok) from llm_calls").fetchone()[0]
+    assert ok > 0.5, "grammar-constrained answers from the bundled model mostly parse"
+
+
+@pytest.mark.slow
+def test_real_run_summary_is_honest_about_conversations(real_run):
+    proc, _, db = real_run
+    out = proc.stdout
+    assert "People" in out and "Probe answers" in out
+    if db["conversations"].count:
+        assert f"{db['conversations'].count} conversation(s)" in out
+    else:
+        assert "No conversations happened" in out
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_scenario_exits_2(tmp_path):
+    proc = agora("run", str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 2
+    assert "nope.yaml" in proc.stderr and "not found" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_missing_model_file_exits_2(tmp_path):
+    proc = agora("run", str(FLAGSHIP), "--model", str(tmp_path / "none.gguf"), "--out", str(tmp_path))
+    assert proc.returncode == 2
+    assert "none.gguf" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_model_that_is_not_a_model_exits_1_without_traceback(tmp_path):
+    fake = tmp_path / "fake.gguf"
+    fake.write_text("not a model")
+    proc = agora("run", str(FLAGSHIP), "--model", str(fake), "--out", str(tmp_path / "runs"), "--ticks", "1")
+    assert proc.returncode == 1
+    assert "cannot load model" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_tick_count_exits_2(tmp_path):
+    proc = agora("run", str(FLAGSHIP), "--ticks", "0", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr

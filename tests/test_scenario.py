@@ -1,0 +1,458 @@
+"""Scenario and persona loading: the flagship scenario, a minimal valid one, and bad input.
+
+Every bad input must end in ``InputError`` (never another exception) whose text names the
+file, the line (``file:LINE:COL: field: message``), the field path and what is wrong.
+Bad files live in tests/data/bad/; files named ``*.persona.yaml`` are persona files (loaded
+with ``load_persona``), every other file is a scenario (loaded with ``load``). Binary and
+generated inputs are written to tmp_path by the tests themselves.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from simulation.errors import InputError, Problem
+from simulation.scenario import LoadedScenario, Persona, json_schema, load, load_persona
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+BAD = DATA / "bad"
+GOOD = DATA / "good"
+FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
+PERSONA_FILES = sorted((ROOT / "personas").glob("*.yaml"))
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _load_any(path: Path) -> object:
+    return load_persona(path) if path.name.endswith(".persona.yaml") else load(path)
+
+
+def _raise_input_error(path: Path, loader=None) -> InputError:
+    """Load ``path``; it must raise InputError and nothing else (any other exception fails the test)."""
+    loader = loader or _load_any
+    try:
+        loader(path)
+    except InputError as exc:
+        assert exc.problems, "InputError without problems"
+        assert all(isinstance(p, Problem) for p in exc.problems)
+        return exc
+    pytest.fail(f"{path.name} loaded without error")
+
+
+def _check(exc: InputError, file_name: str, fragments, line: int | None, field: str | None) -> None:
+    """One problem must name ``file_name``, ``line``, ``field`` and contain every fragment; so must str(exc)."""
+    fragments = (fragments,) if isinstance(fragments, str) else tuple(fragments)
+    text = str(exc)
+    matching = [
+        p
+        for p in exc.problems
+        if Path(p.file).name == file_name
+        and all(f in p.message for f in fragments)
+        and (line is None or p.line == line)
+        and (field is None or field in p.field)
+    ]
+    assert matching, f"no problem in {file_name} at line {line}, field {field!r} with {fragments}; got:\n{text}"
+    # The rendered text: file:LINE:COL: field: message
+    where = re.escape(file_name) + (rf":{line}:\d+" if line is not None else r"(:\d+:\d+)?")
+    what = rf"[^\n]*{re.escape(field)}[^\n]*: " if field else ""
+    for fragment in fragments:
+        pattern = rf"{where}: {what}[^\n]*{re.escape(fragment)}"
+        assert re.search(pattern, text), f"{pattern!r} not in:\n{text}"
+
+
+# --------------------------------------------------------------------------- valid files
+
+
+@pytest.fixture(scope="module")
+def flagship() -> LoadedScenario:
+    return load(FLAGSHIP)
+
+
+def test_flagship_people_and_places(flagship: LoadedScenario) -> None:
+    sc = flagship.scenario
+    assert len(flagship.people) == 8
+    assert len(sc.personas) == 8
+    assert len(sc.town.places) >= 12
+    ids = [p.persona.id for p in flagship.people]
+    assert len(set(ids)) == 8
+    place_ids = {p.id for p in sc.town.places}
+    for person in flagship.people:
+        assert isinstance(person.persona, Persona)
+        assert person.home in place_ids
+        assert person.start_place in place_ids
+        assert Path(person.source).is_file()
+        assert flagship.persona(person.persona.id) is person.persona
+
+
+def test_flagship_every_persona_resolves(flagship: LoadedScenario) -> None:
+    ids = {p.persona.id for p in flagship.people}
+    expected = {path.stem for path in PERSONA_FILES}
+    assert ids == expected
+    # start_place defaults to home; explicit ones are kept
+    by_id = {p.persona.id: p for p in flagship.people}
+    assert by_id["daniel_okafor"].start_place == by_id["daniel_okafor"].home == "okafor_house"
+    assert by_id["walter_hughes"].start_place == "harvey_oak_supply"
+    assert by_id["margaret_ashby"].start_place == "johnson_park"
+
+
+def test_flagship_clock_and_whisper(flagship: LoadedScenario) -> None:
+    sc = flagship.scenario
+    assert sc.clock.total_ticks == 216
+    assert sc.clock.start == datetime(2023, 2, 13, 7, 0)
+    assert sc.clock.time_at(sc.clock.total_ticks) == datetime(2023, 2, 14, 19, 0)
+    whispers = [e for e in sc.events if e.kind == "whisper"]
+    assert whispers
+    first = whispers[0]
+    assert first.to == "isabella_rodriguez"
+    assert first.at == sc.clock.start
+    assert sc.clock.tick_at(first.at) == 0
+    assert "party" in first.text.lower()
+
+
+def test_flagship_probes_and_source(flagship: LoadedScenario) -> None:
+    sc = flagship.scenario
+    assert len(sc.probes) >= 1
+    assert all(p.question for p in sc.probes)
+    assert {t.id for t in sc.topics} >= {"party"}
+    assert flagship.source_text == FLAGSHIP.read_text("utf-8")
+    assert Path(flagship.path).name == "valentines.yaml"
+
+
+@pytest.mark.parametrize("path", PERSONA_FILES, ids=lambda p: p.stem)
+def test_every_persona_file_loads_alone(path: Path) -> None:
+    persona = load_persona(path)
+    assert isinstance(persona, Persona)
+    assert persona.id == path.stem
+    assert 0.0 <= persona.big_five.openness <= 1.0
+    assert persona.routine.wake != persona.routine.sleep
+
+
+def test_there_are_eight_persona_files() -> None:
+    assert len(PERSONA_FILES) == 8
+
+
+def test_minimal_valid_scenario_loads() -> None:
+    loaded = load(GOOD / "minimal.yaml")
+    sc = loaded.scenario
+    assert [p.id for p in sc.town.places] == ["home_a", "cafe"]
+    assert len(sc.town.paths) == 1
+    assert [p.persona.id for p in loaded.people] == ["ann", "bob"]
+    assert loaded.people[0].start_place == "home_a"
+    assert loaded.people[1].start_place == "cafe"
+    assert all(p.source.endswith("(inline)") for p in loaded.people)
+    assert sc.clock.total_ticks == 12
+    assert sc.llm.backend == "llamacpp" and sc.llm.model is None  # defaults
+    assert loaded.persona("bob").routine.wake.strftime("%H:%M") == "05:45"
+
+
+# --------------------------------------------------------------------------- bad files
+
+# file name -> (expected message fragment(s), line or None, field path substring or None)
+BAD_CASES: dict[str, tuple[str | tuple[str, ...], int | None, str | None]] = {
+    "empty.yaml": ("scenario file is empty", None, None),
+    "syntax_error.yaml": (("invalid YAML", "mapping values are not allowed"), 4, None),
+    "top_level_list.yaml": ("must be a mapping of fields, found a list", 1, None),
+    "persona_top_level_list.persona.yaml": ("a persona file must be a mapping of fields, found a list", 1, None),
+    "clock_list.yaml": ("valid dictionary", 2, "clock"),
+    "unknown_key_top.yaml": ("unknown key 'colour'", 15, "colour"),
+    "unknown_key_place.yaml": ("unknown key 'size'", 9, "town.places[1].size"),
+    "path_unknown_place.yaml": ("unknown place 'moon'", 11, "town.paths[0].between[1]"),
+    "path_self_loop.yaml": ("a path from 'cafe' to itself", 12, "town.paths[1].between"),
+    "disconnected.yaml": ("place 'island' cannot be reached", 10, "town.places[2].id"),
+    "duplicate_place.yaml": ("duplicate place id 'cafe'", 10, "town.places[2].id"),
+    "duplicate_persona_file.yaml": ("duplicate persona id 'isabella_rodriguez'", 15, "personas[1]"),
+    "duplicate_persona_inline.yaml": ("duplicate persona id 'ann'", 23, "personas[1]"),
+    "negative_tick.yaml": ("greater than or equal to 1", 4, "clock.tick_minutes"),
+    "persona_file_missing.yaml": (("persona file not found", "nobody_here.yaml"), 13, "personas[0].file"),
+    "persona_both.yaml": ("give exactly one of 'file' or 'persona'", 13, "personas[0]"),
+    "persona_neither.yaml": ("give exactly one of 'file' or 'persona'", 13, "personas[0]"),
+    "unquoted_wake.persona.yaml": ("quoted 'HH:MM'", 12, "routine.wake"),
+    "inline_unquoted_time.yaml": ("quoted 'HH:MM'", 20, "personas[0].persona.routine.wake"),
+    "big_five_out_of_range.persona.yaml": ("less than or equal to 1", 6, "big_five.openness"),
+    # the problem is in the referenced persona file, so it names that file and its line
+    "refs_bad_persona.yaml": ("less than or equal to 1", 6, "big_five.openness"),
+    "duplicate_key.yaml": ("duplicate key 'name' (first defined on line 1)", 15, "name"),
+    "python_tag.yaml": (("YAML tag not allowed", "python/object/apply:os.system"), 15, None),
+    "whisper_unknown.yaml": ("unknown persona 'nobody'", 16, "events[0].to"),
+    "whisper_without_to.yaml": ("a whisper needs 'to'", 16, "events[0]"),
+    "event_outside.yaml": ("2023-02-14 07:00 is outside the run", 16, "events[0].at"),
+    "place_event_unknown_place.yaml": ("unknown place 'moon'", 16, "events[0].place"),
+    "probe_unknown.yaml": ("unknown persona 'nobody'", 16, "probes[0].agents[1]"),
+    "llm_backend.yaml": ("'llamacpp'", 16, "llm.backend"),
+    "llm_model_missing.yaml": (("model file not found", "no_such_model.gguf"), 16, "llm.model"),
+    "home_unknown_place.yaml": ("unknown place 'castle'", 14, "personas[0].home"),
+    "missing_name.yaml": ("required field is missing", None, "name"),
+    "bad_place_id.yaml": ("should match pattern", 9, "town.places[1].id"),
+    "duplicate_topic.yaml": ("duplicate topic id 'party'", 17, "topics[1].id"),
+}
+
+# cases whose problem is reported against another file than the one loaded
+NAMED_FILE = {"refs_bad_persona.yaml": "big_five_out_of_range.persona.yaml"}
+
+
+def test_bad_table_matches_bad_directory() -> None:
+    on_disk = {p.name for p in BAD.iterdir() if p.is_file()}
+    assert on_disk == set(BAD_CASES)
+    assert len(BAD_CASES) >= 20
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CASES))
+def test_bad_file_gives_located_input_error(name: str) -> None:
+    fragments, line, field = BAD_CASES[name]
+    exc = _raise_input_error(BAD / name)
+    _check(exc, NAMED_FILE.get(name, name), fragments, line, field)
+
+
+def test_bad_persona_in_referenced_file_names_the_persona_file() -> None:
+    exc = _raise_input_error(BAD / "refs_bad_persona.yaml")
+    assert all(Path(p.file).name == "big_five_out_of_range.persona.yaml" for p in exc.problems)
+    assert "refs_bad_persona.yaml" not in str(exc)
+    assert "big_five_out_of_range.persona.yaml:6:" in str(exc)
+
+
+def test_inline_bad_persona_names_the_scenario() -> None:
+    exc = _raise_input_error(BAD / "inline_unquoted_time.yaml")
+    assert all(Path(p.file).name == "inline_unquoted_time.yaml" for p in exc.problems)
+
+
+def test_persona_file_is_not_a_scenario() -> None:
+    # a persona file given where a scenario belongs: its keys are unknown to a scenario
+    with pytest.raises(InputError, match="unknown key"):
+        load(BAD / "unquoted_wake.persona.yaml")
+
+
+# --------------------------------------------------------------------------- generated bad input
+
+
+def test_missing_scenario_file(tmp_path: Path) -> None:
+    path = tmp_path / "no_such_scenario.yaml"
+    exc = _raise_input_error(path, load)
+    _check(exc, "no_such_scenario.yaml", "scenario file not found", None, None)
+
+
+def test_missing_persona_file(tmp_path: Path) -> None:
+    path = tmp_path / "no_such_persona.yaml"
+    exc = _raise_input_error(path, load_persona)
+    _check(exc, "no_such_persona.yaml", "persona file not found", None, None)
+
+
+def test_directory_instead_of_scenario(tmp_path: Path) -> None:
+    exc = _raise_input_error(tmp_path, load)
+    assert "found a directory" in str(exc)
+
+
+def test_comment_only_file(tmp_path: Path) -> None:
+    path = tmp_path / "comments.yaml"
+    path.write_text("# nothing here\n# at all\n")
+    exc = _raise_input_error(path, load)
+    _check(exc, "comments.yaml", "no YAML content", None, None)
+
+
+def test_whitespace_only_file_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "blank.yaml"
+    path.write_text("   \n\n\t\n")
+    exc = _raise_input_error(path, load)
+    _check(exc, "blank.yaml", "is empty", None, None)
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"name: mini\x00\nclock: {}\n", "not a text file"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "not a text file"),
+        (b"name: caf\xe9\n", "not a UTF-8 text file"),
+        (b"\xff\xfe\xfa", "not a UTF-8 text file"),
+    ],
+    ids=["nul", "png", "latin1", "garbage"],
+)
+def test_binary_file_is_refused(tmp_path: Path, content: bytes, fragment: str) -> None:
+    for loader in (load, load_persona):
+        path = tmp_path / "binary.yaml"
+        path.write_bytes(content)
+        exc = _raise_input_error(path, loader)
+        _check(exc, "binary.yaml", fragment, None, None)
+
+
+def test_binary_persona_referenced_from_scenario(tmp_path: Path) -> None:
+    (tmp_path / "pat.yaml").write_bytes(b"id: pat\x00\x01\x02")
+    scenario = tmp_path / "scenario.yaml"
+    text = textwrap.dedent(
+        """\
+        name: mini
+        clock: {start: "2023-02-13 07:00"}
+        town:
+          places: [{id: home_a, name: Home A, kind: home}]
+        personas:
+          - {file: pat.yaml, home: home_a}
+        """
+    )
+    scenario.write_text(text)
+    exc = _raise_input_error(scenario, load)
+    _check(exc, "pat.yaml", "not a text file", None, None)
+
+
+@pytest.mark.parametrize("levels", [200, 600])
+def test_deeply_nested_lists(tmp_path: Path, levels: int) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text("name: deep\nx: " + "[" * levels + "]" * levels + "\n")
+    exc = _raise_input_error(path, load)  # a RecursionError would fail the test here
+    assert "deep.yaml" in str(exc)
+    assert "nest" in str(exc)
+
+
+def test_deeply_nested_block_mappings(tmp_path: Path) -> None:
+    path = tmp_path / "deep_block.yaml"
+    path.write_text("".join("  " * i + "a:\n" for i in range(200)) + "  " * 200 + "b: 1\n")
+    exc = _raise_input_error(path, load_persona)
+    _check(exc, "deep_block.yaml", "nesting deeper than", 66, None)
+
+
+def test_self_referencing_alias(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text("name: loop\nx: &a [*a]\n")
+    exc = _raise_input_error(path, load)
+    assert "loop.yaml:2:" in str(exc)
+
+
+def test_multiple_documents_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text((GOOD / "minimal.yaml").read_text() + "---\nname: second\n")
+    exc = _raise_input_error(path, load)
+    assert "invalid YAML" in str(exc) and "two.yaml:" in str(exc)
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "!!python/object/apply:os.system",
+        "!!python/object/apply:subprocess.call",
+        "!!python/object/new:os.system",
+    ],
+)
+def test_python_tags_never_execute(tmp_path: Path, tag: str, capfd: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.yaml"
+    arg = f'["touch {marker}"]' if "os.system" in tag else f'[["touch", "{marker}"]]'
+    path.write_text(f"name: evil\ndescription: {tag} {arg}\n")
+    exc = _raise_input_error(path, load)
+    _check(exc, "evil.yaml", "YAML tag not allowed", 2, None)
+    assert not marker.exists()
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_python_name_tag_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "name_tag.yaml"
+    path.write_text("name: !!python/name:os.system ''\n")
+    exc = _raise_input_error(path, load)
+    _check(exc, "name_tag.yaml", "YAML tag not allowed", 1, None)
+
+
+def test_committed_python_tag_file_does_not_run_echo(capfd: pytest.CaptureFixture[str]) -> None:
+    _raise_input_error(BAD / "python_tag.yaml", load)
+    out, err = capfd.readouterr()
+    assert "hi" not in out and "hi" not in err
+
+
+def test_unquoted_time_in_persona_tells_to_quote(tmp_path: Path) -> None:
+    exc = _raise_input_error(BAD / "unquoted_wake.persona.yaml", load_persona)
+    assert "'HH:MM'" in str(exc)
+    assert "routine.wake" in str(exc)
+
+
+def test_every_problem_is_reported_together(tmp_path: Path) -> None:
+    # two independent reference errors in one file: both are reported
+    text = (GOOD / "minimal.yaml").read_text()
+    text = text.replace("to: ann", "to: nobody").replace("agents: [ann, bob]", "agents: [ann, zed]")
+    path = tmp_path / "two_problems.yaml"
+    path.write_text(text)
+    exc = _raise_input_error(path, load)
+    assert len(exc.problems) == 2
+    _check(exc, "two_problems.yaml", "unknown persona 'nobody'", None, "events[0].to")
+    _check(exc, "two_problems.yaml", "unknown persona 'zed'", None, "probes[0].agents[1]")
+
+
+# --------------------------------------------------------------------------- known bugs (strict xfail)
+
+
+def test_timezone_aware_start_with_naive_event_is_input_error(tmp_path: Path) -> None:
+    text = (GOOD / "minimal.yaml").read_text().replace('start: "2023-02-13 07:00"', 'start: "2023-02-13 07:00+01:00"')
+    path = tmp_path / "tz.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError):
+        load(path)
+
+
+def test_llm_model_with_unknown_user_home_is_input_error(tmp_path: Path) -> None:
+    text = (GOOD / "minimal.yaml").read_text() + 'llm:\n  model: "~agora_no_such_user_zz/model.gguf"\n'
+    path = tmp_path / "tilde.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match="llm.model"):
+        load(path)
+
+
+def test_refused_tag_is_named_in_full() -> None:
+    exc = _raise_input_error(BAD / "python_tag.yaml", load)
+    text = str(exc)
+    assert "'tag:yaml.org,2002:python/object/apply:os.system'" in text or "!!python/object/apply:os.system" in text
+
+
+def test_alias_bomb_is_handled_quickly(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    path = tmp_path / "laughs.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size < 600
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+        "from simulation.errors import InputError\n"
+        "from simulation.scenario import load\n"
+        "try:\n"
+        "    load(sys.argv[1])\n"
+        "except InputError as exc:\n"
+        "    print('INPUT-ERROR', exc)\n"
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=3
+        )
+    except subprocess.TimeoutExpired:
+        finished = False
+    else:
+        finished = True
+    assert finished, "loading a 450-byte alias bomb did not finish within 3 s"
+    assert proc.returncode == 0 and "INPUT-ERROR" in proc.stdout, proc.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- JSON schema
+
+
+def test_json_schema_scenario() -> None:
+    schema = json_schema("scenario")
+    assert isinstance(schema, dict)
+    assert {"clock", "town", "personas"} <= set(schema["properties"])
+    assert schema["title"] == "Agora scenario"
+    assert "$schema" in schema
+    assert "additionalProperties" in schema and schema["additionalProperties"] is False
+
+
+def test_json_schema_persona() -> None:
+    schema = json_schema("persona")
+    assert isinstance(schema, dict)
+    assert "big_five" in schema["properties"]
+    assert {"id", "routine"} <= set(schema["properties"])
+    assert schema["title"] == "Agora persona"
+
+
+def test_json_schema_default_is_scenario() -> None:
+    assert json_schema() == json_schema("scenario")
