@@ -158,8 +158,9 @@ class PersonaAgent(CellAgent):
             return
         self.status = ACTING
         self.action.ends = m.now + timedelta(minutes=offset_minutes + self.action.minutes)
-        m.log_event(self, "action", f"{self.persona.name} is {self.action.text} at {m.town.name(self.place)}",
-                    {"minutes": self.action.minutes, "until": self.action.ends.strftime("%H:%M")})
+        text = f"{self.persona.name} is {self.action.text} at {m.town.name(self.place)}"
+        m.log_event(self, "action", text, {"minutes": self.action.minutes, "until": self.action.ends.strftime("%H:%M")})
+        self.remember("observation", text)
 
     def advance(self, minutes: float) -> None:
         """Act phase: walk along the route or let the current action run its course."""

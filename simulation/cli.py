@@ -140,6 +140,8 @@ def run(
         status = "finished"
     except KeyboardInterrupt:
         status, message = "interrupted", f"stopped by the user after {the_run.model.tick} ticks"
+        err.print(f"{message}; ticks 0-{the_run.model.tick - 1} are saved in {the_run.run_dir / 'run.db'}",
+                  highlight=False, soft_wrap=True)
         raise
     except RunError as exc:
         message = str(exc)
@@ -206,10 +208,10 @@ def print_summary(s: Any, wall: float) -> None:
     console.print(f"{s.ticks_done} ticks, game time {s.start} to {s.end} ({s.game_hours:g} h); "
                   f"wall {wall:.0f} s", highlight=False)
     people = Table(title="People", title_justify="left")
-    for col in ("name", "occupation", "now at", "doing", "events", "memories", "convs", "said", "LLM calls"):
-        people.add_column(col, overflow="fold")
+    for col in ("name", "now at", "doing", "events", "memories", "convs", "said", "LLM calls"):
+        people.add_column(col, overflow="fold", justify="right" if col in ("events", "memories", "convs", "said", "LLM calls") else "left")
     for a in s.agents:
-        people.add_row(a.name, a.occupation, a.place, a.doing, str(a.events), str(a.memories),
+        people.add_row(a.name, a.place, a.doing, str(a.events), str(a.memories),
                        str(a.conversations), str(a.utterances), str(a.llm_calls))
     console.print(people)
     if s.conversations:
@@ -224,7 +226,7 @@ def print_summary(s: Any, wall: float) -> None:
                 "fallbacks", "LLM time", "outside LLM"):
         llm.add_column(col)
     llm.add_row(str(s.llm_calls), f"{s.calls_per_agent_hour:.1f}", f"{s.tokens_per_agent_hour:.0f}",
-                str(s.parse_failures), str(s.fallbacks), f"{s.llm_seconds:.0f} s", f"{s.outside_llm_share:.1%}")
+                str(s.parse_failures), str(s.fallbacks), f"{s.llm_seconds:.0f} s", f"{s.outside_llm_share:.2%}")
     console.print(llm)
     if s.probes:
         probes = Table(title="Probe answers", title_justify="left")

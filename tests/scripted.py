@@ -52,7 +52,8 @@ class ScriptedBackend:
             return json.dumps({"talk": self.talk, "greeting": "Hello there! Have you heard about the party?"})
         if req.purpose == "utterance":
             turns = req.messages[-1]["content"].count('"\n') + 1
-            return json.dumps({"say": f"Line {turns}: the party is at Hobbs Cafe.", "end_conversation": turns >= self.end_after})
+            return json.dumps({"say": f"Line {turns} (tick {req.tick}): the party is at Hobbs Cafe.",
+                               "end_conversation": turns >= self.end_after})
         if req.purpose.startswith("probe"):
             return json.dumps({"answer": "I heard there is a party at Hobbs Cafe."})
         return json.dumps({})

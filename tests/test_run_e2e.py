@@ -93,3 +93,26 @@ def test_model_that_is_not_a_model_exits_1_without_traceback(tmp_path):
 def test_bad_tick_count_exits_2(tmp_path):
     proc = agora("run", str(FLAGSHIP), "--ticks", "0", "--out", str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_same_seed_same_run_on_the_real_model(make_run, tmp_path):
+    """Deterministic end to end: same scenario, seed and model give the same events and answers."""
+    from simulation.llm.llamacpp import LlamaCppBackend
+
+    def one(out):
+        backend = LlamaCppBackend()
+        try:
+            run = make_run(backend, ticks=3, out=out)
+            for _ in range(run.ticks):
+                run.model.step()
+        finally:
+            backend.close()
+        db = run.store.db
+        events = [(r["tick"], r["agent_id"], r["kind"], r["text"]) for r in db.query("select * from events order by id")]
+        answers = [r["completion"] for r in db.query("select completion from llm_calls order by id")]
+        return events, answers
+
+    first, second = one(tmp_path / "a"), one(tmp_path / "b")
+    assert first[1], "the run asked the model something"
+    assert first == second

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
@@ -12,6 +13,23 @@ if TYPE_CHECKING:
     from simulation.conversation import Conversation
 
 DIALOGUE_LINES = 6
+_LETTERS = re.compile(r"[A-Za-z]{2}")
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def check_line(text: str, earlier: list[str]) -> str | None:
+    """Why a line is unusable (empty of words, or a repeat of an earlier line), else None."""
+    if not _LETTERS.search(text):
+        return "says nothing"
+    new = _norm(text)
+    for line in earlier:
+        old = _norm(line)
+        if new == old or (min(len(new), len(old)) >= 12 and (old in new or new in old)):
+            return "repeats an earlier line"
+    return None
 
 
 async def utter(agent: PersonaAgent, conv: Conversation) -> tuple[UtteranceAnswer, int | None]:
@@ -27,6 +45,8 @@ async def utter(agent: PersonaAgent, conv: Conversation) -> tuple[UtteranceAnswe
         relationship=agent.persona.relationships.get(other.agent_id, ""), dialogue=dialogue,
     )
     default = UtteranceAnswer(say=f"Sorry {other.first_name}, I have to go.", end_conversation=True)
+    earlier = [t for _, t in conv.lines]
     answer = await m.llm.ask(msgs, UtteranceAnswer, default=default, purpose="utterance",
-                             agent_id=agent.agent_id, tick=m.tick, max_tokens=80)
+                             agent_id=agent.agent_id, tick=m.tick, max_tokens=80,
+                             check=lambda v: check_line(v.say, earlier))
     return answer.value, answer.call_id

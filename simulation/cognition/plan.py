@@ -20,7 +20,7 @@ def routine_plan(agent: PersonaAgent) -> list[PlanItem]:
     now, bed = m.now.hour, agent.persona.routine.sleep.hour or 24
     day = [
         (now, "having breakfast", agent.home),
-        (max(now + 1, 9), f"working as {agent.persona.occupation}" if agent.workplace else "taking a walk",
+        (max(now + 1, 9), "working" if agent.workplace else "taking a walk",
          agent.workplace or m.hub),
         (max(now + 2, 17), "meeting people around town", m.hub),
         (max(now + 3, 19), "having dinner and relaxing", agent.home),
@@ -32,7 +32,7 @@ async def daily_plan(agent: PersonaAgent) -> list[PlanItem]:
     m = agent.model
     model = plan_model(m.place_ids)
     skeleton = routine_plan(agent) or [PlanItem(hour=m.now.hour, activity="resting", place=agent.home)]
-    example = DailyPlan(plan=skeleton[:2]).model_dump_json()
+    example = DailyPlan(plan=skeleton).model_dump_json()
     ctx = agent.prompt_context(query=f"today plan {agent.persona.occupation}")
     msgs = prompts.messages(
         agent.system_prompt, "plan.j2", **ctx,
@@ -63,4 +63,5 @@ async def next_action(agent: PersonaAgent) -> Action:
     answer = await m.llm.ask(msgs, action_model(m.place_ids), default=fallback, purpose="action",
                              agent_id=agent.agent_id, tick=m.tick, max_tokens=64)
     value = answer.value
-    return Action(text=value.action.rstrip("."), place=value.place, minutes=value.minutes)
+    text = value.action.strip().rstrip(".,;:!").strip() or fallback.action
+    return Action(text=text, place=value.place, minutes=value.minutes)

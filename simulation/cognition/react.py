@@ -5,10 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
+from simulation.cognition.converse import check_line
 from simulation.cognition.schemas import ReactAnswer
 
 if TYPE_CHECKING:
     from simulation.agent import PersonaAgent
+
+
+def _salutation(hour: int) -> str:
+    return "Good morning" if hour < 12 else "Good afternoon" if hour < 18 else "Good evening"
 
 
 async def react(agent: PersonaAgent, other: PersonaAgent) -> tuple[str | None, int | None]:
@@ -18,9 +23,11 @@ async def react(agent: PersonaAgent, other: PersonaAgent) -> tuple[str | None, i
     msgs = prompts.messages(
         agent.system_prompt, "react.j2", **ctx, other=other.persona, other_first=other.first_name,
         other_doing=other.doing(), relationship=agent.persona.relationships.get(other.agent_id, ""),
+        example=ReactAnswer(talk=True, greeting=f"{_salutation(m.now.hour)}, {other.first_name}!").model_dump_json(),
     )
-    answer = await m.llm.ask(msgs, ReactAnswer, default=ReactAnswer(talk=False),
-                             purpose="react", agent_id=agent.agent_id, tick=m.tick, max_tokens=64)
+    answer = await m.llm.ask(msgs, ReactAnswer, default=ReactAnswer(talk=False, greeting=""),
+                             purpose="react", agent_id=agent.agent_id, tick=m.tick, max_tokens=64,
+                             check=lambda v: check_line(v.greeting, []) if v.talk else None)
     if not answer.value.talk:
         return None, answer.call_id
     return answer.value.greeting or f"Hi {other.first_name}!", answer.call_id

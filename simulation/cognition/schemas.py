@@ -35,7 +35,7 @@ class ReactAnswer(Answer):
     """On meeting someone: talk to them or carry on."""
 
     talk: bool
-    greeting: Annotated[str, Field(max_length=120, description="what you say first, if you talk")] = ""
+    greeting: Annotated[str, Field(max_length=120, description="what you say first, if you talk")]
 
 
 class UtteranceAnswer(Answer):

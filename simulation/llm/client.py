@@ -4,7 +4,8 @@ Agent cognition is ordinary sequential ``async`` code. Each ``ask`` parks its re
 awaits a future; once every runnable coroutine of the phase has parked (the pending list
 stops growing while the event loop spins), the whole list goes to the backend as one
 batch. Answers are validated against the caller's pydantic model; a failure is retried
-once with a new seed, then the caller's safe default is used and logged, never raised.
+once, with a new seed and the rejected answer plus the reason appended to the prompt,
+then the caller's safe default is used and logged, never raised.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class ClientStats:
 def parse_answer(text: str, model: type[T]) -> tuple[T | None, str | None]:
     """Parse a JSON answer into ``model``; return (value, None) or (None, reason)."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, strict=False)  # a raw newline inside a string is still an answer
     except json.JSONDecodeError as exc:
         return None, f"not JSON ({exc.msg} at char {exc.pos})"
     try:
@@ -94,13 +95,17 @@ class LLMClient:
         tick: int | None,
         max_tokens: int | None = None,
         schema: dict[str, Any] | None = None,
+        check: Callable[[T], str | None] | None = None,
     ) -> Answer[T]:
-        """One structured question. Never raises for a bad answer: returns ``default`` instead."""
+        """One structured question. Never raises for a bad answer: returns ``default`` instead.
+
+        ``check`` judges a well-formed answer the schema cannot (e.g. an utterance that only
+        echoes the last line); a reason it returns counts as a parse failure and is retried."""
         schema = schema or model.model_json_schema()
-        text = ""
+        text, prompt = "", messages
         for attempt in range(MAX_ATTEMPTS):
             request = LLMRequest(
-                messages=messages,
+                messages=prompt,
                 json_schema=schema,
                 max_tokens=max_tokens or self.max_tokens,
                 temperature=self.temperature,
@@ -117,11 +122,17 @@ class LLMClient:
                 value, error = None, f"answer cut off at max_tokens={request.max_tokens}"
             else:
                 value, error = parse_answer(completion.text, model)
+                if value is not None and check is not None:
+                    error = check(value)
+                    value = None if error else value
             last = attempt == MAX_ATTEMPTS - 1
             call_id = self._record(request, completion, attempt, value is not None, error,
                                    fallback=value is None and last)
             if value is not None:
                 return Answer(value, True, text, call_id)
+            # The retry sees its rejected answer and why, so it does not simply say it again.
+            prompt = [*messages, {"role": "assistant", "content": text},
+                      {"role": "user", "content": f"That answer is not usable: {error}. Answer again, differently."}]
         self.stats.fallbacks += 1
         return Answer(default, False, text, call_id)
 

@@ -47,6 +47,25 @@ def bundled_model_path() -> Path:
     return path
 
 
+def property_order(schema: Any) -> list[str]:
+    """Property names in the order they first appear in the schema (pydantic keeps field order)."""
+    order: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for name in node.get("properties", {}):
+                if name not in order:
+                    order.append(name)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return order
+
+
 @contextlib.contextmanager
 def _quiet_stderr():
     """llama.cpp prints model-loading chatter on fd 2 from C; keep the user's terminal clean."""
@@ -105,12 +124,17 @@ class LlamaCppBackend:
         self._max_states = prefix_states
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
+        """The grammar for a schema, generating properties in the schema's own order (llama.cpp
+        sorts them alphabetically otherwise, so a model would decide ``end_conversation``
+        before it has said anything)."""
         from llama_cpp import LlamaGrammar
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
+            gbnf = json_schema_to_gbnf(json.dumps(schema), prop_order=property_order(schema))
             with _quiet_stderr():
-                self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+                self._grammars[key] = LlamaGrammar.from_string(gbnf, verbose=False)
         return self._grammars[key]
 
     def _render(self, messages: list[dict[str, str]], generation_prompt: bool) -> str:
