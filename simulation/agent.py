@@ -43,10 +43,9 @@ def is_awake(now: datetime, wake: time, sleep: time) -> bool:
 
 @dataclass
 class Perception:
-    """What an agent noticed this tick (people first met or met again after a while)."""
+    """Whom an agent noticed this tick (people first met, or met again after a while)."""
 
     people: list[str] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
 
 
 class PersonaAgent(CellAgent):
@@ -116,12 +115,14 @@ class PersonaAgent(CellAgent):
         relevant = self.memory.relevant(query, max(1, window // 3), skip) if query else []
         skip |= {n.id for n in relevant}
         recent = [n for n in self.memory.recent(window, exclude=("thought", "plan")) if n.id not in skip]
-        chosen = sorted(relevant + recent[-(window - len(relevant)):], key=lambda n: n.id)
+        room = window - len(relevant)
+        chosen = sorted(relevant + (recent[-room:] if room > 0 else []), key=lambda n: n.id)
         return {
             "p": self.persona,
             "first": self.first_name,
             "now": m.now.strftime("%A %d %B, %H:%M"),
             "place": m.town.name(self.place),
+            "objects": m.town.places[self.place].objects,
             "doing": "" if self.status in (IDLE, WAKING) else self.doing(),
             "thoughts": [n.text for n in thoughts],
             "memories": [f"({n.time:%a %H:%M}) {n.text}" for n in chosen],
@@ -130,7 +131,7 @@ class PersonaAgent(CellAgent):
     def plan_for(self, hour: int) -> PlanItem | None:
         """The plan step in force at ``hour`` (the latest one that started by then)."""
         current = None
-        for item in sorted(self.plan, key=lambda i: i.hour):
+        for item in self.plan:  # sorted by hour when made
             if item.hour <= hour:
                 current = item
         return current
@@ -138,10 +139,19 @@ class PersonaAgent(CellAgent):
     def start_action(self, action: Action) -> None:
         """Begin ``action``: walk there first if it is elsewhere."""
         m = self.model
+        walked = 0.0
+        if self.status == WALKING and self.route:  # re-routed mid-walk (e.g. at bedtime)
+            next_stop = self.route[0]
+            walked = m.town.leg_minutes(self.place, next_stop) - self.leg_left
+        else:
+            next_stop = None
         self.action = action
         if action.place != self.place:
             self.route = m.town.route(self.place, action.place)[1:]
-            self.leg_left = float(m.town.leg_minutes(self.place, self.route[0]))
+            if self.route[0] == next_stop:  # carry on along the same leg
+                self.leg_left = float(m.town.leg_minutes(self.place, next_stop)) - walked
+            else:  # turn back to this place first, then on
+                self.leg_left = float(m.town.leg_minutes(self.place, self.route[0])) + walked
             self.status = WALKING
             m.log_event(self, "move", f"{self.persona.name} leaves {m.town.name(self.place)} for "
                         f"{m.town.name(action.place)} ({action.text})", {"to": action.place})
@@ -179,3 +189,4 @@ class PersonaAgent(CellAgent):
         elif self.status == ACTING and self.action and self.action.ends is not None:
             if self.action.ends <= self.model.now + timedelta(minutes=minutes):
                 self.status = IDLE
+                self.action = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import nullcontext
 import sys
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -46,7 +48,7 @@ def user_errors(func: F) -> F:
                 err.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except RunError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
@@ -56,8 +58,8 @@ def user_errors(func: F) -> F:
         except Exception as exc:  # a bug: say so plainly
             if os.environ.get("AGORA_DEBUG"):
                 raise
-            err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
-                      "Run again with AGORA_DEBUG=1 to see the traceback.", highlight=False)
+            err.print(f"[bold red]internal error:[/] {escape(f'{type(exc).__name__}: {exc}')}\n"
+                      "Run again with AGORA_DEBUG=1 to see the traceback.", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -79,8 +81,8 @@ def validate(
             problems.extend(exc.problems)
             continue
         s = loaded.scenario
-        console.print(f"[green]ok[/] {path}: {len(loaded.people)} people, {len(s.town.places)} places, "
-                      f"{s.clock.total_ticks} ticks of {s.clock.tick_minutes} min", highlight=False)
+        console.print(f"[green]ok[/] {escape(str(path))}: {len(loaded.people)} people, {len(s.town.places)} places, "
+                      f"{s.clock.total_ticks} ticks of {s.clock.tick_minutes} min", highlight=False, soft_wrap=True)
     if problems:
         raise InputError(problems)
 
@@ -98,8 +100,11 @@ def schema(
         raise InputError(sc.Problem("--kind", f"expected 'scenario' or 'persona', got {kind!r}"))
     text = json.dumps(sc.json_schema(kind), indent=2)  # type: ignore[arg-type]
     if out:
-        out.write_text(text + "\n", encoding="utf-8")
-        err.print(f"wrote {out}")
+        try:
+            out.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise InputError(sc.Problem(str(out), f"cannot write: {exc.strerror or exc}")) from None
+        err.print(f"wrote {out}", markup=False, highlight=False)
     else:
         print(text)
 
@@ -110,7 +115,7 @@ def run(
     scenario_file: Annotated[Path, typer.Argument(metavar="SCENARIO", help="scenario YAML file", show_default=False)],
     out: Annotated[Path, typer.Option(help="directory that receives the run directory")] = Path("runs"),
     ticks: Annotated[Optional[int], typer.Option(min=1, help="ticks to run (default: the scenario's full duration)")] = None,
-    seed: Annotated[Optional[int], typer.Option(min=0, help="override the scenario's seed")] = None,
+    seed: Annotated[Optional[int], typer.Option(min=0, max=2**31 - 1, help="override the scenario's seed")] = None,
     model: Annotated[Optional[str], typer.Option(help="path to a GGUF model (default: the scenario's, else bundled)")] = None,
     quiet: Annotated[bool, typer.Option(help="no progress bar or summary; print only the run directory")] = False,
 ) -> None:
@@ -120,10 +125,10 @@ def run(
 
     loaded = sc.load(scenario_file)
     options = RunOptions(out=out, ticks=ticks, seed=seed, model=model)
-    if model and not Path(model).expanduser().is_file():
+    if model and not sc.resolve_path(model, Path.cwd()).is_file():
         raise InputError(sc.Problem("--model", f"model file not found: {model}"))
     show = not quiet and console.is_terminal or os.environ.get("AGORA_PROGRESS") == "1"
-    with console.status("loading model...", spinner="dots") if show else _null():
+    with console.status("loading model...", spinner="dots") if show else nullcontext():
         backend = make_backend(loaded, options)
     progress = _RunProgress(enabled=show)
     started = time.perf_counter()
@@ -140,12 +145,14 @@ def run(
         status = "finished"
     except KeyboardInterrupt:
         status, message = "interrupted", f"stopped by the user after {the_run.model.tick} ticks"
-        err.print(f"{message}; ticks 0-{the_run.model.tick - 1} are saved in {the_run.run_dir / 'run.db'}",
-                  highlight=False, soft_wrap=True)
+        err.print(f"{message}; {_saved(the_run)}", markup=False, highlight=False, soft_wrap=True)
         raise
     except RunError as exc:
         message = str(exc)
-        raise RunError(f"{exc}\nticks 0-{the_run.model.tick - 1} are saved in {the_run.run_dir / 'run.db'}") from None
+        raise RunError(f"{exc}\n{_saved(the_run)}") from None
+    except Exception as exc:
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        raise
     finally:
         finish(the_run, status, message)
         backend.close()
@@ -156,12 +163,10 @@ def run(
     print(the_run.run_dir)
 
 
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+def _saved(the_run: Any) -> str:
+    done = the_run.model.tick
+    where = the_run.run_dir / "run.db"
+    return f"ticks 0-{done - 1} are saved in {where}" if done else f"no tick was completed ({where})"
 
 
 class _RunProgress:
@@ -177,7 +182,7 @@ class _RunProgress:
 
     def live(self, total: int) -> Any:
         if not self.enabled:
-            return _null()
+            return nullcontext()
         self.progress = Progress(
             TextColumn("[bold]tick"), MofNCompleteColumn(), BarColumn(), TextColumn("{task.fields[clock]}"),
             TextColumn("LLM calls {task.fields[calls]}"), TextColumn("{task.fields[tps]} tok/s"),
@@ -204,23 +209,24 @@ class _RunProgress:
 
 
 def print_summary(s: Any, wall: float) -> None:
-    console.rule(f"[bold]{s.scenario}[/] · {s.run_id} · {s.status}")
+    console.rule(f"[bold]{escape(s.scenario)}[/] · {escape(s.run_id)} · {s.status}")
     console.print(f"{s.ticks_done} ticks, game time {s.start} to {s.end} ({s.game_hours:g} h); "
                   f"wall {wall:.0f} s", highlight=False)
     people = Table(title="People", title_justify="left")
     for col in ("name", "now at", "doing", "events", "memories", "convs", "said", "LLM calls"):
         people.add_column(col, overflow="fold", justify="right" if col in ("events", "memories", "convs", "said", "LLM calls") else "left")
     for a in s.agents:
-        people.add_row(a.name, a.place, a.doing, str(a.events), str(a.memories),
-                       str(a.conversations), str(a.utterances), str(a.llm_calls))
+        people.add_row(*(escape(str(v)) for v in (a.name, a.place, a.doing, a.events, a.memories,
+                                                    a.conversations, a.utterances, a.llm_calls)))
     console.print(people)
     if s.conversations:
         console.print(f"{s.conversations} conversation(s), {s.utterances} utterances.")
     else:
         console.print("No conversations happened in this run (nobody met someone they chose to talk to).")
-    for topic, names in s.awareness.items():
-        console.print(f"Topic [bold]{topic}[/]: {len(names)}/{len(s.agents)} aware"
-                      + (f" ({', '.join(names)})" if names else ""), highlight=False)
+    for topic, aware in s.awareness.items():
+        who = ", ".join(f"{name} from {when[5:]}" for name, when in aware)
+        console.print(f"Topic [bold]{escape(topic)}[/]: {len(aware)}/{len(s.agents)} aware"
+                      + (f" ({escape(who)})" if aware else ""), highlight=False)
     llm = Table(title="LLM", title_justify="left")
     for col in ("calls", "per agent per game hour", "tokens per agent per game hour", "parse failures",
                 "fallbacks", "LLM time", "outside LLM"):
@@ -234,7 +240,7 @@ def print_summary(s: Any, wall: float) -> None:
         probes.add_column("question", overflow="fold")
         probes.add_column("answer", overflow="fold")
         for who, q, a in s.probes:
-            probes.add_row(who, q, a)
+            probes.add_row(escape(who), escape(q), escape(a))
         console.print(probes)
 
 

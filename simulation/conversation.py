@@ -17,6 +17,8 @@ class Conversation:
     """(speaker id, text) in order."""
     next_speaker: str = ""
     ended_reason: str | None = None
+    ended_tick: int | None = None
+    ended_at: datetime | None = None
 
     def partner(self, agent_id: str) -> str:
         a, b = self.participants

@@ -78,10 +78,13 @@ class TownModel(mesa.Model):
             agent = PersonaAgent(self, rp.persona, rp.home, rp.start_place, rp.workplace)
             agent.system_prompt = prompts.render(
                 "system.j2", p=rp.persona, home=f"{self.town.name(rp.home)} ({rp.home})",
-                places=[(pid, place.name) for pid, place in self.town.places.items()],
+                places=[(pid, f"{place.name} ({place.kind})") for pid, place in self.town.places.items()],
             )
             self.people[agent.agent_id] = agent
         self.order = [self.people[k] for k in sorted(self.people)]
+        # A plain event loop, not asyncio.run(): asyncio.run's SIGINT handler would let a
+        # running batch finish before Ctrl-C is seen; here it interrupts between tokens.
+        self.loop = asyncio.new_event_loop()
         self.conversations: dict[int, Conversation] = {}
         self.place_events: list[ActivePlaceEvent] = []
         self.scheduled = sorted(
@@ -90,6 +93,8 @@ class TownModel(mesa.Model):
         for agent in self.order:
             for text in agent.persona.memories:
                 agent.remember("seed", text)
+            if agent.awake_at(self.now):
+                agent.status = WAKING  # up already: plans its day on the first tick
             state = "asleep" if agent.status == SLEEPING else "up"
             self.log_event(agent, "start", f"{agent.persona.name} starts the run at "
                            f"{self.town.name(agent.place)}", {"state": state})
@@ -139,7 +144,7 @@ class TownModel(mesa.Model):
         self._deliver_scheduled()
         self._routine()
         self._perceive()
-        deciding = asyncio.run(self._think())
+        deciding = self.loop.run_until_complete(self._think())
         self._act()
         self._record_states()
         self._commit(started, before, deciding)
@@ -156,7 +161,7 @@ class TownModel(mesa.Model):
             else:
                 event_id = self.log_event(None, "place_event", ev.text, {"minutes": ev.duration_minutes}, place=ev.place)
                 self.place_events.append(ActivePlaceEvent(
-                    event_id or 0, ev.place or "", ev.text, self.now + timedelta(minutes=ev.duration_minutes)))
+                    event_id or 0, ev.place or "", ev.text, ev.at + timedelta(minutes=ev.duration_minutes)))
 
     def _routine(self) -> None:
         for agent in self.order:
@@ -184,7 +189,7 @@ class TownModel(mesa.Model):
         return other.free and other.place == agent.place and (last is None or self.now - last >= cooldown)
 
     async def _decide(self, agent: PersonaAgent, intents: dict[str, tuple[str, str, int | None]]) -> None:
-        if agent.status == WAKING or (agent.status == IDLE and agent.plan_day != self.now.date()):
+        if agent.status == WAKING:
             await daily_plan(agent)
             agent.status = IDLE
         if agent.free and agent.perceived.people:
@@ -227,13 +232,12 @@ class TownModel(mesa.Model):
             )
             self.conversations[conv.id] = conv
             for agent in (a, b):
-                agent.resume_status = IDLE if agent.status in (IDLE, WAKING) else ACTING
+                agent.resume_status = IDLE if agent.status == IDLE else ACTING
                 agent.status = TALKING
                 agent.conversation = conv
                 agent.last_talk[agent.conversation.partner(agent.agent_id)] = self.now
             self.log_event(a, "conversation_start", f"{a.persona.name} starts talking with {b.persona.name}",
                            {"conversation_id": conv.id, "with": b.agent_id})
-            self._save_conversation(conv)
             self._add_utterance(conv, a, greeting, call_id)
 
     def _add_utterance(self, conv: Conversation, speaker: PersonaAgent, text: str, call_id: int | None) -> None:
@@ -247,6 +251,7 @@ class TownModel(mesa.Model):
                        {"conversation_id": conv.id})
         for agent in (speaker, listener):
             agent.remember("utterance", f'{speaker.persona.name} said to {listener.persona.name}: "{text}"')
+        self._save_conversation(conv)
 
     async def _advance(self, conv: Conversation) -> None:
         speaker = self.people[conv.next_speaker]
@@ -261,6 +266,7 @@ class TownModel(mesa.Model):
 
     def _end_conversation(self, conv: Conversation, reason: str) -> None:
         conv.ended_reason = reason
+        conv.ended_tick, conv.ended_at = self.tick, self.now
         names = {a: self.people[a].persona.name for a in conv.participants}
         gist = " / ".join(f"{names[s].split()[0]}: {t}" for s, t in conv.lines)
         if len(gist) > 300:
@@ -275,14 +281,15 @@ class TownModel(mesa.Model):
         first = self.people[conv.participants[0]]
         self.log_event(first, "conversation_end", f"{' and '.join(names.values())} stop talking ({reason})",
                        {"conversation_id": conv.id, "turns": conv.turns})
-        self._save_conversation(conv, ended=True)
+        self._save_conversation(conv)
         del self.conversations[conv.id]
 
-    def _save_conversation(self, conv: Conversation, ended: bool = False) -> None:
+    def _save_conversation(self, conv: Conversation) -> None:
+        """Queue the conversation's row (the buffer keeps only the last version per tick)."""
         self.buffer.upsert("conversations", {
             "id": conv.id, "place": conv.place, "participants": dumps(list(conv.participants)),
             "started_tick": conv.started_tick, "started_at": sim_iso(conv.started_at),
-            "ended_tick": self.tick if ended else None, "ended_at": sim_iso(self.now) if ended else None,
+            "ended_tick": conv.ended_tick, "ended_at": sim_iso(conv.ended_at) if conv.ended_at else None,
             "turns": conv.turns, "end_reason": conv.ended_reason,
         })
 
@@ -330,7 +337,7 @@ class TownModel(mesa.Model):
         async def ask_all() -> list[tuple[str, bool, int | None]]:
             return await asyncio.gather(*(answer_probe(a, q, i) for a, q, i in jobs))
 
-        for (agent, question, _), (answer, ok, call_id) in zip(jobs, asyncio.run(ask_all()), strict=True):
+        for (agent, question, _), (answer, ok, call_id) in zip(jobs, self.loop.run_until_complete(ask_all()), strict=True):
             self.buffer.add("probes", {
                 "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id,
                 "question": question, "answer": answer, "ok": int(ok), "llm_call_id": call_id,

@@ -43,15 +43,18 @@ class RunSummary:
     prompt_tokens: int
     completion_tokens: int
     llm_seconds: float
+    """Summed call latency, probes included."""
+    tick_llm_seconds: float
+    """Summed call latency inside ticks (what ``wall_seconds`` covers)."""
     wall_seconds: float
-    awareness: dict[str, list[str]] = field(default_factory=dict)
-    """topic id -> names of agents with a run-time memory mentioning it."""
+    awareness: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """topic id -> (name, game time of their first run-time memory mentioning it), earliest first."""
     probes: list[tuple[str, str, str]] = field(default_factory=list)
     """(agent name, question, answer)."""
 
     @property
     def outside_llm_share(self) -> float:
-        return 0.0 if self.wall_seconds <= 0 else max(0.0, 1 - self.llm_seconds / self.wall_seconds)
+        return 0.0 if self.wall_seconds <= 0 else max(0.0, 1 - self.tick_llm_seconds / self.wall_seconds)
 
     @property
     def calls_per_agent_hour(self) -> float:
@@ -102,16 +105,18 @@ def summarize(db_path: Path | str) -> RunSummary:
     totals = _one(db, "select count(*), coalesce(sum(1 - parse_ok), 0), coalesce(sum(fallback), 0), "
                   "coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), coalesce(sum(latency_s), 0) "
                   "from llm_calls where run_id = ?", (rid,))
-    wall = _one(db, "select coalesce(sum(wall_s), 0) from ticks where run_id = ?", (rid,))[0]
+    wall, tick_llm = _one(db, "select coalesce(sum(wall_s), 0), coalesce(sum(llm_s), 0) from ticks where run_id = ?",
+                          (rid,))
     scenario_topics = _topics(run["scenario_yaml"])
     awareness = {}
     for topic, keywords in scenario_topics.items():
         clause = " or ".join("lower(text) like ?" for _ in keywords)
         rows = db.execute(
-            f"select distinct agent_id from memories where run_id = ? and kind != 'seed' and ({clause})",
+            f"select agent_id, min(sim_time) from memories where run_id = ? and kind != 'seed' and ({clause}) "
+            "group by agent_id order by min(sim_time), agent_id",
             [rid, *[f"%{k.lower()}%" for k in keywords]],
         ).fetchall()
-        awareness[topic] = sorted(names[r[0]]["name"] for r in rows if r[0] in names)
+        awareness[topic] = [(names[a]["name"], t) for a, t in rows if a in names]
     probes = [(names[r["agent_id"]]["name"], r["question"], r["answer"])
               for r in db.query("select * from probes where run_id = ? order by question, agent_id", [rid])]
     n_ticks = (last[0] + 1) if last[0] is not None else 0
@@ -122,7 +127,7 @@ def summarize(db_path: Path | str) -> RunSummary:
         conversations=_one(db, "select count(*) from conversations where run_id = ?", (rid,))[0],
         utterances=_one(db, "select count(*) from utterances where run_id = ?", (rid,))[0],
         llm_calls=totals[0], parse_failures=totals[1], fallbacks=totals[2], prompt_tokens=totals[3],
-        completion_tokens=totals[4], llm_seconds=totals[5], wall_seconds=wall, awareness=awareness, probes=probes,
+        completion_tokens=totals[4], llm_seconds=totals[5], tick_llm_seconds=tick_llm, wall_seconds=wall, awareness=awareness, probes=probes,
     )
 
 

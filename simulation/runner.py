@@ -16,7 +16,7 @@ from simulation import __version__
 from simulation.llm.backend import Backend
 from simulation.llm.types import RawCompletion
 from simulation.model import TownModel
-from simulation.scenario import LoadedScenario
+from simulation.scenario import LoadedScenario, resolve_path
 from simulation.store import SCHEMA_VERSION, RunStore, dumps, now_iso
 
 
@@ -30,22 +30,12 @@ class RunOptions:
     """Path of a GGUF model overriding the scenario's ``llm.model``."""
 
 
-def resolve_model_path(loaded: LoadedScenario, override: str | None) -> str | None:
-    """The GGUF path to load: the override (relative to cwd) or the scenario's (relative to its file)."""
-    if override:
-        return str(Path(override).expanduser())
-    configured = loaded.scenario.llm.model
-    if configured is None:
-        return None
-    path = Path(configured).expanduser()
-    return str(path if path.is_absolute() else Path(loaded.path).parent / path)
-
-
 def make_backend(loaded: LoadedScenario, options: RunOptions) -> Backend:
     from simulation.llm.llamacpp import LlamaCppBackend
 
     llm = loaded.scenario.llm
-    return LlamaCppBackend(resolve_model_path(loaded, options.model), llm.context_tokens, llm.threads)
+    model = resolve_path(options.model, Path.cwd()) if options.model else loaded.model_path()
+    return LlamaCppBackend(model, llm.context_tokens, llm.threads)
 
 
 def new_run_id(name: str) -> str:

@@ -8,6 +8,7 @@ probe questions asked at the end, topics whose spread is measured, and LLM setti
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, time, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -182,7 +183,7 @@ class LLMSettings(StrictModel):
     backend: Literal["llamacpp"] = "llamacpp"
     model: str | None = Field(None, description="path to a GGUF file (default: bundled SmolLM2-135M-Instruct)")
     temperature: float = Field(0.7, ge=0, le=2)
-    max_tokens: int = Field(96, ge=8, le=4096)
+    max_tokens: int = Field(256, ge=8, le=4096, description="cap on the tokens of any one answer")
     context_tokens: int = Field(2048, ge=256, le=131072)
     threads: int | None = Field(None, ge=1, le=512)
 
@@ -211,6 +212,16 @@ class Scenario(StrictModel):
 # --------------------------------------------------------------------------- loading
 
 
+def resolve_path(value: str, base: Path) -> Path:
+    """A user-given path: ``~`` expanded where possible, relative paths taken from ``base``."""
+    path = Path(value)
+    try:
+        path = path.expanduser()
+    except RuntimeError:  # '~someone' with no such user: left as is, reported as not found
+        pass
+    return path if path.is_absolute() else base / path
+
+
 class ResolvedPersona(BaseModel):
     """A persona with the scenario's placement of it."""
 
@@ -232,11 +243,30 @@ class LoadedScenario(BaseModel):
     def persona(self, agent_id: str) -> Persona:
         return next(p.persona for p in self.people if p.persona.id == agent_id)
 
+    def model_path(self) -> Path | None:
+        """The scenario's GGUF model file (relative to the scenario file), or None for the bundled one."""
+        model = self.scenario.llm.model
+        return None if model is None else resolve_path(model, Path(self.path).parent)
+
+
+_UNION_TAG = re.compile(r"^(list|literal|dict|tuple|set|constrained-str|function-[a-z-]+)(\[.*\])?$")
+
 
 def _pydantic_problems(doc: YamlDocument, exc: ValidationError, prefix: FieldPath = ()) -> list[Problem]:
     problems = []
+    seen: set[FieldPath] = set()
     for err in exc.errors(include_url=False):
-        loc = prefix + tuple(err["loc"])
+        # Union branches add tags such as "list[constrained-str]" or "literal['all']" to the
+        # location; they are pydantic's words, not the user's field names.
+        raw = prefix + tuple(err["loc"])
+        loc = tuple(p for p in raw if not (isinstance(p, str) and _UNION_TAG.match(p)))
+        if any(isinstance(p, str) and p.startswith("literal[") for p in raw) and len(raw) != len(loc):
+            union_field = loc
+            if any(other[: len(union_field)] == union_field for other in seen) or union_field in seen:
+                continue  # the other branch of the union already explains this field
+        if loc in seen:
+            continue
+        seen.add(loc)
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = f"unknown key {loc[-1]!r}"
@@ -308,7 +338,7 @@ def _check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPers
             problems.append(doc.problem(("events", i, "to"), f"unknown persona {ev.to!r}"))
         if ev.place is not None and ev.place not in place_ids:
             problems.append(doc.problem(("events", i, "place"), f"unknown place {ev.place!r}"))
-        if not sc.clock.start <= ev.at < end:
+        if not sc.clock.start <= ev.at < end or sc.clock.tick_at(ev.at) >= sc.clock.total_ticks:
             problems.append(
                 doc.problem(("events", i, "at"), f"{ev.at:%Y-%m-%d %H:%M} is outside the run "
                             f"({sc.clock.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M})")
@@ -324,13 +354,7 @@ def _check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPers
             problems.append(doc.problem(("topics", i, "id"), f"duplicate topic id {topic.id!r}"))
         topic_ids.add(topic.id)
     if sc.llm.model is not None:
-        model_path = Path(sc.llm.model)
-        try:
-            model_path = model_path.expanduser()
-        except RuntimeError:  # '~someone' with no such user: reported as not found below
-            pass
-        if not model_path.is_absolute():
-            model_path = Path(doc.path).parent / model_path
+        model_path = resolve_path(sc.llm.model, Path(doc.path).parent)
         if not model_path.is_file():
             problems.append(doc.problem(("llm", "model"), f"model file not found: {model_path}"))
     return problems
@@ -366,7 +390,7 @@ def load(path: Path | str) -> LoadedScenario:
     problems = _check_references(doc, sc, people)
     if problems:
         raise InputError(problems)
-    return LoadedScenario(path=str(doc.path), scenario=sc, people=people, source_text=Path(path).read_text("utf-8-sig"))
+    return LoadedScenario(path=str(doc.path), scenario=sc, people=people, source_text=doc.text)
 
 
 def json_schema(kind: Literal["scenario", "persona"] = "scenario") -> dict[str, Any]:

@@ -27,6 +27,7 @@ class YamlDocument:
 
     path: Path
     data: Any
+    text: str = ""
     positions: dict[FieldPath, tuple[int, int]] = field(default_factory=dict)
 
     def locate(self, path: FieldPath) -> tuple[int | None, int | None]:
@@ -136,7 +137,7 @@ def load_yaml(path: Path | str, what: str = "file") -> YamlDocument:
             node = loader.get_single_node()
             if node is None:
                 raise InputError(Problem(str(p), f"{what} has no YAML content"))
-            doc = YamlDocument(p, None)
+            doc = YamlDocument(p, None, text)
             if _expanded_size(node, {}) > MAX_NODES:
                 raise InputError(Problem(
                     str(p), f"document expands to more than {MAX_NODES:,} values (too many aliases?)", 1, 1))

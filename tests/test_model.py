@@ -196,3 +196,75 @@ def test_prompts_keep_persona_in_the_system_message(make_run, scripted, agent_id
     system = systems.pop()
     assert "<persona>" in system and "</persona>" in system
     assert run.model.people[agent_id].persona.name in system
+
+
+def test_a_tick_that_fails_to_commit_leaves_nothing_behind(make_run, scripted):
+    from simulation.errors import RunError
+
+    run = make_run(scripted, ticks=3)
+    run.model.step()
+    db = run.store.db
+    before = {t: db[t].count for t in ("ticks", "events", "memories", "agent_states", "llm_calls")}
+    original = run.model._record_states
+
+    def broken_states():
+        original()
+        run.model.buffer.add("ticks", {"tick": 999, "no_such_column": 1})  # fails at insert, after other tables
+
+    run.model._record_states = broken_states
+    with pytest.raises(RunError, match="cannot write"):
+        run.model.step()
+    assert {t: db[t].count for t in before} == before, "a failed commit rolls the whole tick back"
+
+
+def _two_day_scenario(flagship, **routine):
+    sc = flagship.scenario.model_copy(deep=True)
+    sc.clock.duration_hours = 48
+    sc.events = []
+    people = []
+    for rp in flagship.people[:3]:
+        persona = rp.persona.model_copy(deep=True)
+        for k, v in routine.get(persona.id, {}).items():
+            setattr(persona.routine, k, v)
+        people.append(rp.model_copy(update={"persona": persona}))
+    sc.personas = sc.personas[:3]
+    return flagship.model_copy(update={"scenario": sc, "people": people})
+
+
+def test_agents_plan_once_per_day_across_two_days(make_run, scripted, flagship):
+    from datetime import time
+
+    night_owl = flagship.people[1].persona.id
+    loaded = _two_day_scenario(flagship, **{night_owl: {"wake": time(9, 0), "sleep": time(1, 30)}})
+    run = run_ticks(make_run(scripted, ticks=44 * 6, loaded=loaded))  # until 03:00 on the 15th
+    plans = rows(run, "select agent_id, day, count(*) n from plans group by agent_id, day")
+    assert {(p["agent_id"], p["day"]) for p in plans} == {
+        (rp.persona.id, day) for rp in loaded.people for day in ("2023-02-13", "2023-02-14")}
+    assert all(p["n"] == 1 for p in plans), "one plan per agent per day, night owls included"
+    wakes = rows(run, "select agent_id, count(*) n from events where kind = 'wake' group by agent_id")
+    assert all(w["n"] >= 1 for w in wakes)
+    sleeps = rows(run, "select agent_id, sim_time from events where kind = 'sleep' and agent_id = ?", (night_owl,))
+    assert any(s["sim_time"].endswith(("01:30", "01:40", "01:50", "02:00")) for s in sleeps)
+
+
+def test_agents_awake_at_the_start_are_up_not_waking_up(make_run, scripted):
+    run = make_run(scripted, ticks=1)
+    m = run.model
+    awake = {a.agent_id for a in m.order if a.awake_at(m.clock.start)}
+    asleep = set(m.people) - awake
+    assert awake and asleep
+    m.step()
+    starts = {r["agent_id"]: json.loads(r["data"])["state"] for r in rows(run, "select * from events where kind = 'start'")}
+    assert {a for a, s in starts.items() if s == "up"} == awake
+    assert not rows(run, "select * from events where kind = 'wake' and tick = 0")
+    planned = {r["agent_id"] for r in rows(run, "select agent_id from plans where tick = 0")}
+    assert planned == awake
+
+
+def test_open_conversation_row_is_current_after_every_tick(make_run):
+    run = make_run(ScriptedBackend(end_after=99), ticks=36)
+    for _ in range(36):
+        run.model.step()
+        for conv in rows(run, "select * from conversations"):
+            said = rows(run, "select count(*) n from utterances where conversation_id = ?", (conv["id"],))[0]["n"]
+            assert conv["turns"] == said

@@ -116,3 +116,44 @@ def test_same_seed_same_run_on_the_real_model(make_run, tmp_path):
     first, second = one(tmp_path / "a"), one(tmp_path / "b")
     assert first[1], "the run asked the model something"
     assert first == second
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_between_ticks_and_keeps_what_was_committed(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "runs"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*AGORA, "run", str(FLAGSHIP), "--ticks", "100", "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 300
+        db_path = None
+        while time.monotonic() < deadline:
+            found = list(out.glob("*/run.db"))
+            if found:
+                db_path = found[0]
+                try:
+                    if sqlite_utils.Database(db_path)["ticks"].count >= 2:
+                        break
+                except Exception:
+                    pass
+            time.sleep(0.5)
+        assert db_path is not None, "the run started"
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        stdout, stderr = proc.communicate(timeout=120)
+        waited = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "saved in" in stderr and "Traceback" not in stderr
+    db = sqlite_utils.Database(db_path)
+    run = next(db["runs"].rows)
+    assert run["status"] == "interrupted"
+    n = db["ticks"].count
+    assert n >= 2 and run["ticks_done"] == n
+    assert db.execute("select count(distinct tick) from agent_states").fetchone()[0] == n, "whole ticks only"
+    print(f"stopped {waited:.1f} s after Ctrl-C")

@@ -380,7 +380,7 @@ def test_every_problem_is_reported_together(tmp_path: Path) -> None:
     _check(exc, "two_problems.yaml", "unknown persona 'zed'", None, "probes[0].agents[1]")
 
 
-# --------------------------------------------------------------------------- known bugs (strict xfail)
+# --------------------------------------------------------------------------- bugs found in review (regression tests)
 
 
 def test_timezone_aware_start_with_naive_event_is_input_error(tmp_path: Path) -> None:
@@ -456,3 +456,30 @@ def test_json_schema_persona() -> None:
 
 def test_json_schema_default_is_scenario() -> None:
     assert json_schema() == json_schema("scenario")
+
+
+def test_union_field_errors_name_the_users_field_once(tmp_path: Path) -> None:
+    import yaml as _yaml
+
+    data = _yaml.safe_load((GOOD / "minimal.yaml").read_text())
+    data["probes"] = [{"question": "Hi?", "agents": ["ann", "Bob"]}]  # 'Bob' is not an id
+    path = tmp_path / "union.yaml"
+    path.write_text(_yaml.safe_dump(data))
+    exc = _raise_input_error(path, load)
+    fields = [p.field for p in exc.problems]
+    assert fields == ["probes[0].agents[1]"], fields
+
+
+def test_event_in_the_last_partial_tick_is_refused(tmp_path: Path) -> None:
+    import yaml as _yaml
+
+    data = _yaml.safe_load((GOOD / "minimal.yaml").read_text())
+    assert data["clock"]["start"] == "2023-02-13 07:00"
+    data["clock"].update({"tick_minutes": 60, "duration_hours": 2.5})  # ticks at 07:00 and 08:00 only
+    persona_id = data["personas"][0]["persona"]["id"]
+    # Before the end of the run (09:30), but due at tick 2, which a 2-tick run never reaches.
+    data["events"] = [{"at": "2023-02-13 08:30", "kind": "whisper", "to": persona_id, "text": "x"}]
+    path = tmp_path / "late.yaml"
+    path.write_text(_yaml.safe_dump(data))
+    exc = _raise_input_error(path, load)
+    assert any(p.field == "events[0].at" and "outside the run" in p.message for p in exc.problems), str(exc)

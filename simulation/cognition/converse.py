@@ -20,6 +20,20 @@ def _norm(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
 
 
+def strip_echo(text: str, earlier: list[str]) -> str:
+    """Drop an opening that repeats an earlier line ("Good morning, Isabella! I'm glad you came."
+    after "Good morning, Isabella!") when at least three words of the reply remain."""
+    for line in earlier:
+        head = _norm(line)
+        if len(head) < 8 or not _norm(text).startswith(head):
+            continue
+        words = line.split()
+        rest = text.split()[len(words):]
+        if len(rest) >= 3 and _norm(" ".join(text.split()[: len(words)])) == head:
+            return " ".join(rest)
+    return text
+
+
 def check_line(text: str, earlier: list[str]) -> str | None:
     """Why a line is unusable (empty of words, or a repeat of an earlier line), else None."""
     if not _LETTERS.search(text):
@@ -30,6 +44,11 @@ def check_line(text: str, earlier: list[str]) -> str | None:
         if new == old or (min(len(new), len(old)) >= 12 and (old in new or new in old)):
             return "repeats an earlier line"
     return None
+
+
+def _check_utterance(answer: UtteranceAnswer, earlier: list[str]) -> str | None:
+    answer.say = strip_echo(answer.say, earlier)
+    return check_line(answer.say, earlier)
 
 
 async def utter(agent: PersonaAgent, conv: Conversation) -> tuple[UtteranceAnswer, int | None]:
@@ -48,5 +67,5 @@ async def utter(agent: PersonaAgent, conv: Conversation) -> tuple[UtteranceAnswe
     earlier = [t for _, t in conv.lines]
     answer = await m.llm.ask(msgs, UtteranceAnswer, default=default, purpose="utterance",
                              agent_id=agent.agent_id, tick=m.tick, max_tokens=80,
-                             check=lambda v: check_line(v.say, earlier))
+                             check=lambda v: _check_utterance(v, earlier))
     return answer.value, answer.call_id

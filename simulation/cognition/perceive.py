@@ -10,12 +10,12 @@ if TYPE_CHECKING:
     from simulation.agent import PersonaAgent
     from simulation.model import ActivePlaceEvent
 
-REMEMBER_PERSON_AFTER_TICKS = 6
-"""Seeing the same person again only counts as news after this many ticks apart."""
+NEWS_AFTER_MINUTES = 60
+"""Seeing the same person again only counts as news after this many game minutes apart."""
 
 
 def perceive(agent: PersonaAgent, here: list[PersonaAgent], events: list[ActivePlaceEvent], tick: int) -> Perception:
-    """Record new observations as memories and return what is salient enough to react to."""
+    """Record new observations as memories; return the people worth reacting to."""
     seen = Perception()
     if agent.status in (SLEEPING, WALKING):
         return seen
@@ -25,7 +25,6 @@ def perceive(agent: PersonaAgent, here: list[PersonaAgent], events: list[ActiveP
         if key not in agent.last_seen and budget > 0:
             agent.last_seen[key] = tick
             agent.remember("observation", f"At {agent.model.town.name(ev.place)}: {ev.text}")
-            seen.events.append(ev.text)
             budget -= 1
     for other in here:
         if budget <= 0:
@@ -34,7 +33,7 @@ def perceive(agent: PersonaAgent, here: list[PersonaAgent], events: list[ActiveP
             continue
         last = agent.last_seen.get(other.agent_id)
         agent.last_seen[other.agent_id] = tick
-        if last is not None and tick - last <= REMEMBER_PERSON_AFTER_TICKS:
+        if last is not None and (tick - last) * agent.model.clock.tick_minutes < NEWS_AFTER_MINUTES:
             continue
         agent.remember("observation", f"{other.persona.name} is {other.doing()} at {agent.model.town.name(agent.place)}")
         seen.people.append(other.agent_id)

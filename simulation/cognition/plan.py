@@ -17,7 +17,9 @@ def routine_plan(agent: PersonaAgent) -> list[PlanItem]:
     out among people in the late afternoon, dinner at home. It seeds the plan prompt's example
     and is the safe default when the model's plan is unusable."""
     m = agent.model
-    now, bed = m.now.hour, agent.persona.routine.sleep.hour or 24
+    routine = agent.persona.routine
+    now = m.now.hour
+    bed = routine.sleep.hour + (24 if routine.sleep <= routine.wake else 0)  # night owls sleep after midnight
     day = [
         (now, "having breakfast", agent.home),
         (max(now + 1, 9), "working" if agent.workplace else "taking a walk",

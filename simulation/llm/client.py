@@ -14,10 +14,11 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from simulation.errors import RunError
 from simulation.llm.backend import Backend
 from simulation.llm.seeds import derive_seed
 from simulation.llm.types import CallRecord, LLMRequest, RawCompletion
@@ -33,7 +34,6 @@ class Answer(Generic[T]):
     value: T
     ok: bool
     """False when the value is the caller's default after failed attempts."""
-    text: str = ""
     call_id: int | None = None
     """The ``llm_calls`` row of the last attempt, when the caller records calls."""
 
@@ -94,20 +94,20 @@ class LLMClient:
         agent_id: str | None,
         tick: int | None,
         max_tokens: int | None = None,
-        schema: dict[str, Any] | None = None,
         check: Callable[[T], str | None] | None = None,
     ) -> Answer[T]:
         """One structured question. Never raises for a bad answer: returns ``default`` instead.
 
         ``check`` judges a well-formed answer the schema cannot (e.g. an utterance that only
-        echoes the last line); a reason it returns counts as a parse failure and is retried."""
-        schema = schema or model.model_json_schema()
+        echoes the last line) and may repair it in place; a reason it returns counts as a
+        parse failure and is retried."""
+        schema = model.model_json_schema()
         text, prompt = "", messages
         for attempt in range(MAX_ATTEMPTS):
             request = LLMRequest(
                 messages=prompt,
                 json_schema=schema,
-                max_tokens=max_tokens or self.max_tokens,
+                max_tokens=min(max_tokens or self.max_tokens, self.max_tokens),
                 temperature=self.temperature,
                 seed=derive_seed(self.run_seed, agent_id, tick, purpose, attempt),
                 purpose=purpose,
@@ -129,12 +129,12 @@ class LLMClient:
             call_id = self._record(request, completion, attempt, value is not None, error,
                                    fallback=value is None and last)
             if value is not None:
-                return Answer(value, True, text, call_id)
+                return Answer(value, True, call_id)
             # The retry sees its rejected answer and why, so it does not simply say it again.
             prompt = [*messages, {"role": "assistant", "content": text},
                       {"role": "user", "content": f"That answer is not usable: {error}. Answer again, differently."}]
         self.stats.fallbacks += 1
-        return Answer(default, False, text, call_id)
+        return Answer(default, False, call_id)
 
     def _record(self, request: LLMRequest, completion: RawCompletion, attempt: int, ok: bool,
                 error: str | None, fallback: bool) -> int | None:
@@ -162,21 +162,23 @@ class LLMClient:
         return await future
 
     async def _flush_when_settled(self) -> None:
-        while self._pending:
-            size = -1
-            while size != len(self._pending):
-                size = len(self._pending)
-                for _ in range(_SETTLE_SPINS):
-                    await asyncio.sleep(0)
-            batch, self._pending = self._pending, []
-            self.stats.batches += 1
-            on_done = (lambda _i, c: self.on_progress(c)) if self.on_progress else None  # type: ignore[misc]
-            try:
-                answers = self.backend.generate([r for r, _ in batch], on_done)
-            except Exception as exc:  # the backend is unusable: every waiting agent sees it
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(exc)
-                return
-            for (_, fut), answer in zip(batch, answers, strict=True):
+        size = -1
+        while size != len(self._pending):
+            size = len(self._pending)
+            for _ in range(_SETTLE_SPINS):
+                await asyncio.sleep(0)
+        batch, self._pending = self._pending, []
+        self.stats.batches += 1
+        on_done = (lambda _i, c: self.on_progress(c)) if self.on_progress else None  # type: ignore[misc]
+        try:
+            answers = self.backend.generate([r for r, _ in batch], on_done)
+            if len(answers) != len(batch):
+                raise RunError(f"backend {self.backend.name} returned {len(answers)} answers for {len(batch)} requests")
+        except Exception as exc:  # the backend is unusable: every waiting agent sees it
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(exc)
+            return
+        for (_, fut), answer in zip(batch, answers):
+            if not fut.done():  # a waiter cancelled (Ctrl-C) no longer wants its answer
                 fut.set_result(answer)

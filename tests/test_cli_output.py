@@ -1,0 +1,28 @@
+"""What the CLI prints: text from users and the model is shown literally, never as markup."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from simulation import cli
+from simulation.report import AgentSummary, RunSummary
+
+
+def test_summary_prints_model_text_with_brackets_literally(monkeypatch):
+    odd = "Yes [/INST] at the [bold]cafe[/bold] [/]"
+    summary = RunSummary(
+        run_id="r[1]", scenario="s[/]", status="finished", ticks_done=1, ticks_planned=1, start="a", end="b",
+        game_hours=1, agents=[AgentSummary("x", "Ann [/]", "job", "Cafe [x]", odd, 1, 1, 0, 0, 1, 10)],
+        conversations=0, utterances=0, llm_calls=1, parse_failures=0, fallbacks=0, prompt_tokens=5,
+        completion_tokens=5, llm_seconds=1.0, tick_llm_seconds=1.0, wall_seconds=2.0,
+        awareness={"party": [("Ann [/]", "2023-02-13 07:00")]}, probes=[("Ann [/]", "Q [/]?", odd)],
+    )
+    buf = io.StringIO()
+    monkeypatch.setattr(cli, "console", Console(file=buf, width=200, color_system=None))
+    cli.print_summary(summary, 3.0)
+    out = buf.getvalue()
+    assert "[/INST]" in out and "[bold]cafe[/bold]" in out and "Ann [/]" in out
+    assert "No conversations happened" in out
+    assert "Ann [/] from 02-13 07:00" in out
