@@ -64,7 +64,7 @@ def main() -> None:
         table.add_column(col)
     for label, (wall, _, reuse) in results.items():
         table.add_row(label, f"{wall:.1f}", f"{1000 * wall / n:.0f}", str(reuse))
-    console = Console()
+    console = Console(width=max(120, Console().width))
     console.print(table)
     (w0, t0, _), (w1, t1, _) = results.values()
     console.print(f"speed-up with prefix states: {w0 / w1:.2f}x; answers identical: {t0 == t1}")

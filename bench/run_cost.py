@@ -33,7 +33,7 @@ def main(paths: list[str]) -> None:
         table.add_row(run["run_id"], str(agents), f"{hours:g}", str(calls), f"{calls / agents / hours:.2f}",
                       f"{(pt + ct) / agents / hours:.0f}", f"{pt / max(ct, 1):.0f}:1", str(pf), str(fb),
                       f"{wall / hours:.0f}", f"{1 - llm_s / wall:.2%}")
-    Console().print(table)
+    Console(width=max(160, Console().width)).print(table)
     print("(probe calls at the end of the run are excluded; 'outside LLM' = 1 - sum of call latencies / tick wall time)")
 
 

@@ -176,6 +176,7 @@ class _RunProgress:
         self.enabled = enabled
         self.calls = 0
         self.tokens = 0
+        self.all_tokens = 0
         self.started = time.perf_counter()
         self.progress: Progress | None = None
         self.task: Any = None
@@ -185,19 +186,22 @@ class _RunProgress:
             return nullcontext()
         self.progress = Progress(
             TextColumn("[bold]tick"), MofNCompleteColumn(), BarColumn(), TextColumn("{task.fields[clock]}"),
-            TextColumn("LLM calls {task.fields[calls]}"), TextColumn("{task.fields[tps]} tok/s"),
+            TextColumn("LLM calls {task.fields[calls]}"), TextColumn("tokens {task.fields[tokens]}"),
+            TextColumn("{task.fields[tps]} tok/s generated"),
             TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
         )
-        self.task = self.progress.add_task("", total=total, clock="", calls=0, tps="0")
+        self.task = self.progress.add_task("", total=total, clock="", calls=0, tokens="0", tps="0")
         self.started = time.perf_counter()
         return self.progress
 
     def on_llm(self, completion: Any) -> None:
         self.calls += 1
         self.tokens += completion.completion_tokens
+        self.all_tokens += completion.prompt_tokens + completion.completion_tokens
         if self.progress is not None:
             elapsed = max(1e-6, time.perf_counter() - self.started)
-            self.progress.update(self.task, calls=self.calls, tps=f"{self.tokens / elapsed:.0f}")
+            self.progress.update(self.task, calls=self.calls, tokens=f"{self.all_tokens / 1000:.1f}k",
+                                 tps=f"{self.tokens / elapsed:.0f}")
 
     def on_tick(self, model: Any) -> None:
         if self.progress is not None:
