@@ -146,7 +146,11 @@ class PersonaAgent(CellAgent):
         else:
             next_stop = None
         self.action = action
-        if action.place != self.place:
+        if action.place == self.place and walked > 0:  # walk back the minutes already walked
+            self.route, self.leg_left = [self.place], walked
+            m.log_event(self, "move", f"{self.persona.name} turns back to {m.town.name(self.place)} "
+                        f"({action.text})", {"to": action.place})
+        elif action.place != self.place:
             self.route = m.town.route(self.place, action.place)[1:]
             if self.route[0] == next_stop:  # carry on along the same leg
                 self.leg_left = float(m.town.leg_minutes(self.place, next_stop)) - walked

@@ -133,9 +133,6 @@ class TickBuffer:
         row = {"run_id": self._store.run_id, **row}
         self.upserts[table][row["id"]] = row
 
-    def __len__(self) -> int:
-        return sum(len(v) for v in self.rows.values()) + sum(len(v) for v in self.upserts.values())
-
 
 class RunStore:
     """Owns run.db for one run directory."""

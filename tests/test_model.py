@@ -140,14 +140,14 @@ def test_walking_follows_paths_and_takes_time(make_run, scripted):
     minutes = m.town.walking_minutes(agent.place, goal)
     agent.start_action(Action("teaching", goal, 30))
     assert agent.status == WALKING
-    elapsed = 0
+    walked = 0  # game minutes
     seen = [agent.place]
     while agent.status == WALKING:
         agent.advance(m.clock.tick_minutes)
-        elapsed += m.clock.tick_minutes
+        walked += m.clock.tick_minutes
         seen.append(agent.place)
     assert agent.place == goal and agent.status == ACTING
-    assert minutes <= elapsed < minutes + m.clock.tick_minutes
+    assert minutes <= walked < minutes + m.clock.tick_minutes
     route = m.town.route("rodriguez_flat", goal)
     assert all(p in route for p in seen)
     assert agent.cell is m.space[goal]
@@ -268,3 +268,22 @@ def test_open_conversation_row_is_current_after_every_tick(make_run):
         for conv in rows(run, "select * from conversations"):
             said = rows(run, "select count(*) n from utterances where conversation_id = ?", (conv["id"],))[0]["n"]
             assert conv["turns"] == said
+
+
+def test_rerouting_mid_walk_keeps_the_minutes_walked(make_run, scripted):
+    from simulation.agent import ACTING, IDLE, Action
+
+    run = make_run(scripted, ticks=1)
+    m = run.model
+    agent = m.people["isabella_rodriguez"]
+    agent.status = IDLE
+    start = agent.place
+    route = m.town.route(start, "oak_hill_college")
+    first_leg = m.town.leg_minutes(route[0], route[1])
+    agent.start_action(Action("teaching", "oak_hill_college", 30))
+    agent.advance(first_leg - 1)  # one minute short of the first stop
+    assert agent.place == start and agent.status == WALKING
+    agent.start_action(Action("going home", start, 30))  # turn back
+    assert agent.status == WALKING and agent.leg_left == first_leg - 1
+    agent.advance(first_leg - 1)
+    assert agent.place == start and agent.status == ACTING

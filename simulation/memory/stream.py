@@ -16,9 +16,6 @@ _STOP = frozenset(
     "did what who where when how i me my we our he she they them his her their or as by from".split()
 )
 
-KINDS = ("seed", "observation", "thought", "utterance", "conversation", "plan")
-
-
 def words(text: str) -> set[str]:
     return {w.strip("'") for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
 
@@ -66,10 +63,3 @@ class MemoryStream:
         ]
         scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
         return sorted((node for _, _, node in scored[:n]), key=lambda node: node.id)
-
-    def mentions(self, keywords: list[str], since_tick: int = 0) -> bool:
-        keys = [k.lower() for k in keywords]
-        return any(
-            node.kind != "seed" and node.tick >= since_tick and any(k in node.text.lower() for k in keys)
-            for node in self.nodes
-        )
