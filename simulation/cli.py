@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import nullcontext
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar

@@ -23,14 +23,11 @@ def _norm(text: str) -> str:
 def strip_echo(text: str, earlier: list[str]) -> str:
     """Drop an opening that repeats an earlier line ("Good morning, Isabella! I'm glad you came."
     after "Good morning, Isabella!") when at least three words of the reply remain."""
+    words = text.split()
     for line in earlier:
-        head = _norm(line)
-        if len(head) < 8 or not _norm(text).startswith(head):
-            continue
-        words = line.split()
-        rest = text.split()[len(words):]
-        if len(rest) >= 3 and _norm(" ".join(text.split()[: len(words)])) == head:
-            return " ".join(rest)
+        head, n = _norm(line), len(line.split())
+        if len(head) >= 8 and len(words) - n >= 3 and _norm(" ".join(words[:n])) == head:
+            return " ".join(words[n:])
     return text
 
 

@@ -14,7 +14,8 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from functools import lru_cache
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -47,6 +48,12 @@ class ClientStats:
     llm_seconds: float = 0.0
     parse_failures: int = 0
     fallbacks: int = 0
+
+
+@lru_cache(maxsize=128)
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """An answer model's JSON Schema, built once per model rather than on every call."""
+    return model.model_json_schema()
 
 
 def parse_answer(text: str, model: type[T]) -> tuple[T | None, str | None]:
@@ -101,7 +108,7 @@ class LLMClient:
         ``check`` judges a well-formed answer the schema cannot (e.g. an utterance that only
         echoes the last line) and may repair it in place; a reason it returns counts as a
         parse failure and is retried."""
-        schema = model.model_json_schema()
+        schema = _schema(model)
         text, prompt = "", messages
         for attempt in range(MAX_ATTEMPTS):
             request = LLMRequest(
