@@ -248,6 +248,13 @@ def print_summary(s: Any, wall: float) -> None:
         console.print(probes)
 
 
+# Command groups that live in modules of their own (they import user_errors etc. from here).
+from simulation import cli_eval, cli_ui  # noqa: E402
+
+cli_ui.register(app)
+cli_eval.register(app)
+
+
 def main() -> None:
     app()
 

@@ -150,7 +150,20 @@ class TownModel(mesa.Model):
         self._commit(started, before, deciding)
         self.tick += 1
 
+    def _deliver_inbox(self) -> None:
+        """Whispers typed into the viewer since the last tick become thoughts now."""
+        rows = self.store.db.execute(
+            "select id, agent_id, text from inbox where delivered_tick is null order by id").fetchall()
+        for inbox_id, agent_id, text in rows:
+            agent = self.people.get(agent_id)
+            if agent is not None and text:
+                agent.remember("thought", text)
+                self.log_event(agent, "whisper", text, {"inbox_id": inbox_id})
+            self.buffer.upsert("inbox", {"id": inbox_id, "delivered_tick": self.tick,
+                                         "delivered_at": sim_iso(self.now)})
+
     def _deliver_scheduled(self) -> None:
+        self._deliver_inbox()
         self.place_events = [e for e in self.place_events if e.until > self.now]
         while self.scheduled and self.scheduled[0][0] <= self.tick:
             _, _, ev = self.scheduled.pop(0)
@@ -320,6 +333,7 @@ class TownModel(mesa.Model):
             "prompt_tokens": s.prompt_tokens - before.prompt_tokens,
             "completion_tokens": s.completion_tokens - before.completion_tokens,
             "parse_failures": s.parse_failures - before.parse_failures, "fallbacks": s.fallbacks - before.fallbacks,
+            "cache_hits": s.cache_hits - before.cache_hits,
             "batches": s.batches - before.batches, "deciding_agents": deciding,
         })
         self.store.commit(self.buffer, {"ticks_done": self.tick + 1})

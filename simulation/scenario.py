@@ -180,12 +180,62 @@ class Topic(StrictModel):
 
 
 class LLMSettings(StrictModel):
-    backend: Literal["llamacpp"] = "llamacpp"
-    model: str | None = Field(None, description="path to a GGUF file (default: bundled SmolLM2-135M-Instruct)")
+    """Which LLM answers for the agents, how it samples, and how calls are cached and retried."""
+
+    backend: Literal["llamacpp", "vllm", "openai"] = Field(
+        "llamacpp", description="llamacpp: a GGUF file in this process (CPU default); vllm: the in-process "
+        "vLLM engine (GPU); openai: one or more OpenAI-compatible servers (vLLM serve, llama.cpp, Ollama, OpenAI)"
+    )
+    model: str | None = Field(
+        None, description="llamacpp: path to a GGUF file (default: bundled SmolLM2-135M-Instruct); vllm: a Hugging "
+        "Face model folder or id; openai: the served model name (default: the server's first model)"
+    )
+    base_urls: list[Annotated[str, Field(pattern=r"^https?://", max_length=500)]] = Field(
+        default_factory=list, max_length=64,
+        description="openai: server URLs such as http://127.0.0.1:8000/v1; requests go to the least busy one",
+    )
+    api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = Field(
+        "OPENAI_API_KEY", description="openai: environment variable holding the API key (unset: no key sent)"
+    )
+    structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        "auto", description="openai: how the JSON schema is sent; auto tries json_schema, then json_object+schema"
+    )
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(256, ge=8, le=4096, description="cap on the tokens of any one answer")
     context_tokens: int = Field(2048, ge=256, le=131072)
-    threads: int | None = Field(None, ge=1, le=512)
+    threads: int | None = Field(None, ge=1, le=512, description="llamacpp: CPU threads (default: all cores)")
+    concurrency: int = Field(16, ge=1, le=4096, description="openai: requests in flight per server")
+    timeout_s: float = Field(120, gt=0, le=3600, description="openai: seconds before one request is abandoned")
+    max_retries: int = Field(4, ge=0, le=50, description="openai: retries on timeouts, 429 and 5xx")
+    patience_s: float = Field(
+        300, gt=0, le=86400, description="openai: how long a server may stay unreachable before the run stops"
+    )
+    tensor_parallel_size: int = Field(1, ge=1, le=64, description="vllm: GPUs per model")
+    gpu_memory_utilization: float = Field(0.85, gt=0, le=1, description="vllm: share of GPU memory to reserve")
+    cache: Literal["use", "refresh", "off"] = Field(
+        "use", description="replay cache: use (read and write), refresh (write only), off"
+    )
+    cache_path: str | None = Field(None, description="replay-cache SQLite file (default ~/.cache/agora/llm.sqlite)")
+
+
+class RetrievalWeights(StrictModel):
+    recency: float = Field(1.0, ge=0, le=100)
+    importance: float = Field(1.0, ge=0, le=100)
+    relevance: float = Field(1.0, ge=0, le=100)
+
+
+class MemorySettings(StrictModel):
+    """Memory retrieval and reflection, as in Generative Agents (Park et al., 2023)."""
+
+    retrieval_weights: RetrievalWeights = Field(default_factory=RetrievalWeights)
+    recency_decay: float = Field(0.995, gt=0, le=1, description="recency = decay ** game hours since last access")
+    top_k: int = Field(8, ge=1, le=100, description="memories retrieved per query")
+    reflection_threshold: float = Field(
+        150, ge=1, le=100000, description="summed importance of new memories that triggers a reflection"
+    )
+    embedding_model: str | None = Field(
+        None, description="sentence-transformers model folder (default: the bundled all-MiniLM-L6-v2)"
+    )
 
 
 class CognitionSettings(StrictModel):
@@ -207,6 +257,7 @@ class Scenario(StrictModel):
     topics: list[Topic] = Field(default_factory=list)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     cognition: CognitionSettings = Field(default_factory=CognitionSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
 
 # --------------------------------------------------------------------------- loading
@@ -353,7 +404,7 @@ def _check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPers
         if topic.id in topic_ids:
             problems.append(doc.problem(("topics", i, "id"), f"duplicate topic id {topic.id!r}"))
         topic_ids.add(topic.id)
-    if sc.llm.model is not None:
+    if sc.llm.model is not None and sc.llm.backend == "llamacpp":
         model_path = resolve_path(sc.llm.model, Path(doc.path).parent)
         if not model_path.is_file():
             problems.append(doc.problem(("llm", "model"), f"model file not found: {model_path}"))

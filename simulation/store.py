@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import RunError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -44,7 +44,7 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     "ticks": (
         {"run_id": str, "tick": int, "sim_time": str, "wall_s": float, "llm_calls": int, "llm_s": float,
          "prompt_tokens": int, "completion_tokens": int, "parse_failures": int, "fallbacks": int,
-         "batches": int, "deciding_agents": int},
+         "cache_hits": int, "batches": int, "deciding_agents": int},
         ("run_id", "tick"),
     ),
     "agent_states": (
@@ -83,6 +83,12 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
          "max_tokens": int, "messages": str, "json_schema": str, "completion": str,
          "finish_reason": str, "parse_ok": int, "parse_error": str, "fallback": int, "cache_hit": int,
          "prompt_tokens": int, "completion_tokens": int, "latency_s": float},
+        "id",
+    ),
+    "inbox": (
+        # Written by the viewer (the only table it writes), read by the model at the next tick.
+        {"id": int, "run_id": str, "agent_id": str, "text": str, "created_at": str, "sender": str,
+         "delivered_tick": int, "delivered_at": str},
         "id",
     ),
     "probes": (

@@ -48,6 +48,7 @@ class ClientStats:
     llm_seconds: float = 0.0
     parse_failures: int = 0
     fallbacks: int = 0
+    cache_hits: int = 0
 
 
 @lru_cache(maxsize=128)
