@@ -31,11 +31,12 @@ class RunOptions:
 
 
 def make_backend(loaded: LoadedScenario, options: RunOptions) -> Backend:
-    from simulation.llm.llamacpp import LlamaCppBackend
+    from simulation.llm.factory import build_backend
 
     llm = loaded.scenario.llm
-    model = resolve_path(options.model, Path.cwd()) if options.model else loaded.model_path()
-    return LlamaCppBackend(model, llm.context_tokens, llm.threads)
+    if options.model:
+        llm = llm.model_copy(update={"model": str(resolve_path(options.model, Path.cwd()))})
+    return build_backend(llm, Path(loaded.path).parent)
 
 
 def new_run_id(name: str) -> str:
