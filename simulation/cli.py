@@ -109,6 +109,38 @@ def schema(
         print(text)
 
 
+BackendOpt = Annotated[Optional[str], typer.Option(
+    "--backend", help="llamacpp (GGUF on the CPU, default), vllm (in-process engine) or openai (servers)",
+    show_default=False)]
+ModelOpt = Annotated[Optional[str], typer.Option(
+    "--model", help="llamacpp: GGUF path; vllm: Hugging Face folder or id; openai: served model name",
+    show_default=False)]
+BaseUrlOpt = Annotated[Optional[list[str]], typer.Option(
+    "--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (repeat for a fleet)",
+    show_default=False)]
+CacheOpt = Annotated[Optional[str], typer.Option(
+    "--cache", help="replay cache: use (read+write, default), refresh (write only) or off", show_default=False)]
+CachePathOpt = Annotated[Optional[str], typer.Option(
+    "--cache-path", help="replay-cache file (default ~/.cache/agora/llm.sqlite)", show_default=False)]
+
+
+def backend_choice(backend: str | None, model: str | None, base_url: list[str] | None, cache: str | None,
+                   cache_path: str | None) -> Any:
+    """Command-line LLM options as overrides of a scenario's ``llm:`` block (shared by run, eval, ...)."""
+    from simulation.llm.factory import BackendChoice
+    from simulation.scenario import Problem
+
+    problems = []
+    if backend is not None and backend not in ("llamacpp", "vllm", "openai"):
+        problems.append(Problem("--backend", f"expected llamacpp, vllm or openai, got {backend!r}"))
+    if cache is not None and cache not in ("use", "refresh", "off"):
+        problems.append(Problem("--cache", f"expected use, refresh or off, got {cache!r}"))
+    if problems:
+        raise InputError(problems)
+    return BackendChoice(backend=backend, model=model, base_urls=list(base_url or []), cache=cache,
+                         cache_path=cache_path)
+
+
 @app.command()
 @user_errors
 def run(
@@ -116,23 +148,29 @@ def run(
     out: Annotated[Path, typer.Option(help="directory that receives the run directory")] = Path("runs"),
     ticks: Annotated[Optional[int], typer.Option(min=1, help="ticks to run (default: the scenario's full duration)")] = None,
     seed: Annotated[Optional[int], typer.Option(min=0, max=2**31 - 1, help="override the scenario's seed")] = None,
-    model: Annotated[Optional[str], typer.Option(help="path to a GGUF model (default: the scenario's, else bundled)")] = None,
+    backend: BackendOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    cache: CacheOpt = None,
+    cache_path: CachePathOpt = None,
     quiet: Annotated[bool, typer.Option(help="no progress bar or summary; print only the run directory")] = False,
 ) -> None:
     """Run a scenario; prints the run directory (which holds run.db)."""
     from simulation import scenario as sc
-    from simulation.runner import RunOptions, create_run, finish, make_backend
+    from simulation.runner import RunOptions, create_run, finish, llm_settings, make_backend
 
     loaded = sc.load(scenario_file)
-    options = RunOptions(out=out, ticks=ticks, seed=seed, model=model)
-    if model and not sc.resolve_path(model, Path.cwd()).is_file():
+    options = RunOptions(out=out, ticks=ticks, seed=seed,
+                         llm=backend_choice(backend, model, base_url, cache, cache_path))
+    settings = llm_settings(loaded, options.llm)
+    if model and settings.backend == "llamacpp" and not sc.resolve_path(model, Path.cwd()).is_file():
         raise InputError(sc.Problem("--model", f"model file not found: {model}"))
     show = not quiet and console.is_terminal or os.environ.get("AGORA_PROGRESS") == "1"
-    with console.status("loading model...", spinner="dots") if show else nullcontext():
-        backend = make_backend(loaded, options)
+    with console.status(f"starting the {settings.backend} backend...", spinner="dots") if show else nullcontext():
+        llm = make_backend(loaded, options)
     progress = _RunProgress(enabled=show)
     started = time.perf_counter()
-    the_run = create_run(loaded, backend, options, on_llm=progress.on_llm)
+    the_run = create_run(loaded, llm, options, on_llm=progress.on_llm)
     status, message = "failed", None
     try:
         with progress.live(the_run.ticks):
@@ -155,7 +193,7 @@ def run(
         raise
     finally:
         finish(the_run, status, message)
-        backend.close()
+        llm.close()
     if not quiet:
         from simulation.report import summarize
 
@@ -175,6 +213,7 @@ class _RunProgress:
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self.calls = 0
+        self.hits = 0
         self.tokens = 0
         self.all_tokens = 0
         self.started = time.perf_counter()
@@ -186,26 +225,31 @@ class _RunProgress:
             return nullcontext()
         self.progress = Progress(
             TextColumn("[bold]tick"), MofNCompleteColumn(), BarColumn(), TextColumn("{task.fields[clock]}"),
-            TextColumn("LLM calls {task.fields[calls]}"), TextColumn("tokens {task.fields[tokens]}"),
-            TextColumn("{task.fields[tps]} tok/s generated"),
+            TextColumn("LLM calls {task.fields[calls]}"), TextColumn("cached {task.fields[hits]}"),
+            TextColumn("tokens {task.fields[tokens]}"), TextColumn("{task.fields[tps]} tok/s generated"),
+            TextColumn("parse failures {task.fields[failures]}"),
             TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
         )
-        self.task = self.progress.add_task("", total=total, clock="", calls=0, tokens="0", tps="0")
+        self.task = self.progress.add_task("", total=total, clock="", calls=0, hits=0, tokens="0", tps="0",
+                                           failures=0)
         self.started = time.perf_counter()
         return self.progress
 
     def on_llm(self, completion: Any) -> None:
         self.calls += 1
-        self.tokens += completion.completion_tokens
+        self.hits += completion.cache_hit
+        if not completion.cache_hit:  # tok/s is what the backend generated, not what the cache replayed
+            self.tokens += completion.completion_tokens
         self.all_tokens += completion.prompt_tokens + completion.completion_tokens
         if self.progress is not None:
             elapsed = max(1e-6, time.perf_counter() - self.started)
-            self.progress.update(self.task, calls=self.calls, tokens=f"{self.all_tokens / 1000:.1f}k",
+            self.progress.update(self.task, calls=self.calls, hits=self.hits, tokens=f"{self.all_tokens / 1000:.1f}k",
                                  tps=f"{self.tokens / elapsed:.0f}")
 
     def on_tick(self, model: Any) -> None:
         if self.progress is not None:
-            self.progress.update(self.task, advance=1, clock=model.now.strftime("%a %H:%M"))
+            self.progress.update(self.task, advance=1, clock=model.now.strftime("%a %H:%M"),
+                                 failures=model.llm.stats.parse_failures)
 
     def describe(self, text: str) -> None:
         if self.progress is not None:
@@ -232,11 +276,14 @@ def print_summary(s: Any, wall: float) -> None:
         console.print(f"Topic [bold]{escape(topic)}[/]: {len(aware)}/{len(s.agents)} aware"
                       + (f" ({escape(who)})" if aware else ""), highlight=False)
     llm = Table(title="LLM", title_justify="left")
-    for col in ("calls", "per agent per game hour", "tokens per agent per game hour", "parse failures",
-                "fallbacks", "LLM time", "outside LLM"):
+    for col in ("calls", "cache hits", "per agent per game hour", "tokens per agent per game hour",
+                "tokens/s generated", "parse failures", "fallbacks", "LLM time", "outside LLM"):
         llm.add_column(col)
-    llm.add_row(str(s.llm_calls), f"{s.calls_per_agent_hour:.1f}", f"{s.tokens_per_agent_hour:.0f}",
-                str(s.parse_failures), str(s.fallbacks), f"{s.llm_seconds:.0f} s", f"{s.outside_llm_share:.2%}")
+    fresh_s = s.llm_seconds
+    tps = f"{s.generated_tokens / fresh_s:.0f}" if fresh_s > 0 and s.generated_tokens else "-"
+    llm.add_row(str(s.llm_calls), str(s.cache_hits), f"{s.calls_per_agent_hour:.1f}",
+                f"{s.tokens_per_agent_hour:.0f}", tps, str(s.parse_failures), str(s.fallbacks),
+                f"{s.llm_seconds:.0f} s", f"{s.outside_llm_share:.2%}")
     console.print(llm)
     if s.probes:
         probes = Table(title="Probe answers", title_justify="left")

@@ -40,6 +40,10 @@ class RunSummary:
     llm_calls: int
     parse_failures: int
     fallbacks: int
+    cache_hits: int
+    """Calls the replay cache answered (no backend work)."""
+    generated_tokens: int
+    """Completion tokens the backend generated (cache hits excluded)."""
     prompt_tokens: int
     completion_tokens: int
     llm_seconds: float
@@ -103,7 +107,8 @@ def summarize(db_path: Path | str) -> RunSummary:
             calls.get(aid, 0), tokens.get(aid, 0) or 0,
         ))
     totals = _one(db, "select count(*), coalesce(sum(1 - parse_ok), 0), coalesce(sum(fallback), 0), "
-                  "coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), coalesce(sum(latency_s), 0) "
+                  "coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), coalesce(sum(latency_s), 0), "
+                  "coalesce(sum(cache_hit), 0), coalesce(sum(case when cache_hit then 0 else completion_tokens end), 0) "
                   "from llm_calls where run_id = ?", (rid,))
     wall, tick_llm = _one(db, "select coalesce(sum(wall_s), 0), coalesce(sum(llm_s), 0) from ticks where run_id = ?",
                           (rid,))
@@ -126,8 +131,9 @@ def summarize(db_path: Path | str) -> RunSummary:
         game_hours=n_ticks * run["tick_minutes"] / 60, agents=agents,
         conversations=_one(db, "select count(*) from conversations where run_id = ?", (rid,))[0],
         utterances=_one(db, "select count(*) from utterances where run_id = ?", (rid,))[0],
-        llm_calls=totals[0], parse_failures=totals[1], fallbacks=totals[2], prompt_tokens=totals[3],
-        completion_tokens=totals[4], llm_seconds=totals[5], tick_llm_seconds=tick_llm, wall_seconds=wall, awareness=awareness, probes=probes,
+        llm_calls=totals[0], parse_failures=totals[1], fallbacks=totals[2], cache_hits=totals[6], generated_tokens=totals[7],
+        prompt_tokens=totals[3], completion_tokens=totals[4], llm_seconds=totals[5], tick_llm_seconds=tick_llm,
+        wall_seconds=wall, awareness=awareness, probes=probes,
     )
 
 

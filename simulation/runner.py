@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from simulation import __version__
 from simulation.llm.backend import Backend
+from simulation.llm.factory import BackendChoice
 from simulation.llm.types import RawCompletion
 from simulation.model import TownModel
-from simulation.scenario import LoadedScenario, resolve_path
+from simulation.scenario import LLMSettings, LoadedScenario, resolve_path
 from simulation.store import SCHEMA_VERSION, RunStore, dumps, now_iso
 
 
@@ -26,17 +27,22 @@ class RunOptions:
     ticks: int | None = None
     """Ticks to run; None = the scenario's full duration."""
     seed: int | None = None
-    model: str | None = None
-    """Path of a GGUF model overriding the scenario's ``llm.model``."""
+    llm: BackendChoice = field(default_factory=BackendChoice)
+    """Command-line overrides of the scenario's ``llm:`` settings."""
+
+
+def llm_settings(loaded: LoadedScenario, choice: BackendChoice) -> LLMSettings:
+    """The scenario's LLM settings with the command line's overrides. A model path given on the
+    command line is relative to the working directory, one in the scenario to the scenario file."""
+    if choice.model and resolve_path(choice.model, Path.cwd()).exists():
+        choice = replace(choice, model=str(resolve_path(choice.model, Path.cwd())))
+    return choice.apply(loaded.scenario.llm)
 
 
 def make_backend(loaded: LoadedScenario, options: RunOptions) -> Backend:
     from simulation.llm.factory import build_backend
 
-    llm = loaded.scenario.llm
-    if options.model:
-        llm = llm.model_copy(update={"model": str(resolve_path(options.model, Path.cwd()))})
-    return build_backend(llm, Path(loaded.path).parent)
+    return build_backend(llm_settings(loaded, options.llm), Path(loaded.path).parent)
 
 
 def new_run_id(name: str) -> str:

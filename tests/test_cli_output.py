@@ -15,7 +15,8 @@ def test_summary_prints_model_text_with_brackets_literally(monkeypatch):
     summary = RunSummary(
         run_id="r[1]", scenario="s[/]", status="finished", ticks_done=1, ticks_planned=1, start="a", end="b",
         game_hours=1, agents=[AgentSummary("x", "Ann [/]", "job", "Cafe [x]", odd, 1, 1, 0, 0, 1, 10)],
-        conversations=0, utterances=0, llm_calls=1, parse_failures=0, fallbacks=0, prompt_tokens=5,
+        conversations=0, utterances=0, llm_calls=1, parse_failures=0, fallbacks=0, cache_hits=0, generated_tokens=5,
+        prompt_tokens=5,
         completion_tokens=5, llm_seconds=1.0, tick_llm_seconds=1.0, wall_seconds=2.0,
         awareness={"party": [("Ann [/]", "2023-02-13 07:00")]}, probes=[("Ann [/]", "Q [/]?", odd)],
     )

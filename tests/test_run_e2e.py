@@ -14,19 +14,48 @@ from conftest import FLAGSHIP, ROOT
 AGORA = [sys.executable, "-m", "simulation.cli"]
 
 
-def agora(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.CompletedProcess:
+def agora(*args: str, cwd: Path = ROOT, timeout: int = 600, cache_dir: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("AGORA_DEBUG", None)
+    args = (*args, "--cache", "off") if cache_dir is None and args[:1] == ("run",) else args
+    if cache_dir is not None:
+        env["AGORA_CACHE_DIR"] = str(cache_dir)
     return subprocess.run([*AGORA, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")
-def real_run(tmp_path_factory):
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("llm-cache")
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory, cache_dir):
     out = tmp_path_factory.mktemp("runs")
-    proc = agora("run", str(FLAGSHIP), "--ticks", "6", "--out", str(out))
+    proc = agora("run", str(FLAGSHIP), "--ticks", "6", "--out", str(out), cache_dir=cache_dir)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
     return proc, run_dir, sqlite_utils.Database(run_dir / "run.db")
+
+
+def _events(db):
+    return [(r["tick"], r["agent_id"], r["kind"], r["text"]) for r in db.query("select * from events order by id")]
+
+
+@pytest.mark.slow
+def test_rerun_with_the_replay_cache_makes_no_backend_call_and_replays_exactly(real_run, cache_dir, tmp_path):
+    _, _, first = real_run
+    proc = agora("run", str(FLAGSHIP), "--ticks", "6", "--out", str(tmp_path), cache_dir=cache_dir)
+    assert proc.returncode == 0, proc.stderr
+    again = sqlite_utils.Database(Path(proc.stdout.strip().splitlines()[-1]) / "run.db")
+    calls = again["llm_calls"].count
+    assert calls == first["llm_calls"].count
+    assert again.execute("select sum(cache_hit) from llm_calls").fetchone()[0] == calls, "every call was replayed"
+    assert again.execute("select sum(cache_hits) from ticks").fetchone()[0] == again.execute(
+        "select sum(llm_calls) from ticks").fetchone()[0]
+    assert _events(again) == _events(first)
+    assert [r[0] for r in again.execute("select completion from llm_calls order by id")] == \
+        [r[0] for r in first.execute("select completion from llm_calls order by id")]
+    assert "cache hits" in proc.stdout
 
 
 @pytest.mark.slow
@@ -35,7 +64,7 @@ def test_real_run_records_everything(real_run):
     assert run_dir.is_dir() and (run_dir / "run.db").is_file()
     run = next(db["runs"].rows)
     assert run["status"] == "finished" and run["ticks_done"] == 6
-    assert run["backend"] == "llamacpp" and run["model"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert run["backend"] == "llamacpp" and run["model"].startswith("SmolLM2-135M-Instruct.Q4_1.gguf@")
     agents = {r["agent_id"] for r in db["agents"].rows}
     assert len(agents) == 8
     with_events = {r["agent_id"] for r in db.query("select distinct agent_id from events")}
@@ -125,7 +154,7 @@ def test_ctrl_c_stops_between_ticks_and_keeps_what_was_committed(tmp_path):
 
     out = tmp_path / "runs"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([*AGORA, "run", str(FLAGSHIP), "--ticks", "100", "--out", str(out)], cwd=ROOT,
+    proc = subprocess.Popen([*AGORA, "run", str(FLAGSHIP), "--ticks", "100", "--out", str(out), "--cache", "off"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 300

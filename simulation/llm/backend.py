@@ -22,3 +22,11 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncBackend(Backend, Protocol):
+    """A backend whose requests are network calls: the client awaits ``agenerate`` inside the
+    model's event loop, so a batch's requests are in flight together."""
+
+    async def agenerate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]: ...

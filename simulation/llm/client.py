@@ -152,12 +152,13 @@ class LLMClient:
         s.completion_tokens += completion.completion_tokens
         s.llm_seconds += completion.latency_s
         s.parse_failures += not ok
+        s.cache_hits += completion.cache_hit
         if self.on_call:
             return self.on_call(
                 CallRecord(
                     request=request, completion=completion, backend=self.backend.name,
                     model=self.backend.model_id, attempt=attempt, parse_ok=ok,
-                    parse_error=error, fallback=fallback,
+                    parse_error=error, fallback=fallback, cache_hit=completion.cache_hit,
                 )
             )
         return None
@@ -178,8 +179,13 @@ class LLMClient:
         batch, self._pending = self._pending, []
         self.stats.batches += 1
         on_done = (lambda _i, c: self.on_progress(c)) if self.on_progress else None  # type: ignore[misc]
+        requests = [r for r, _ in batch]
         try:
-            answers = self.backend.generate([r for r, _ in batch], on_done)
+            agenerate = getattr(self.backend, "agenerate", None)
+            if agenerate is not None:  # network backends: requests run concurrently, the loop stays live
+                answers = await agenerate(requests, on_done)
+            else:
+                answers = self.backend.generate(requests, on_done)
             if len(answers) != len(batch):
                 raise RunError(f"backend {self.backend.name} returned {len(answers)} answers for {len(batch)} requests")
         except Exception as exc:  # the backend is unusable: every waiting agent sees it

@@ -16,6 +16,7 @@ on two cores, and an agent's persona block is the same in every call it makes.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -66,6 +67,20 @@ def property_order(schema: Any) -> list[str]:
     return order
 
 
+def model_fingerprint(path: Path, sample: int = 1 << 20) -> str:
+    """``name@hash`` of a GGUF: its size and first and last MiB, so two different files that
+    share a name never share replay-cache entries (hashing a 4 GB file whole would take seconds)."""
+    digest = hashlib.blake2b(digest_size=6)
+    size = path.stat().st_size
+    digest.update(str(size).encode())
+    with path.open("rb") as fh:
+        digest.update(fh.read(sample))
+        if size > sample:
+            fh.seek(max(sample, size - sample))
+            digest.update(fh.read(sample))
+    return f"{path.name}@{digest.hexdigest()}"
+
+
 @contextlib.contextmanager
 def _quiet_stderr():
     """llama.cpp prints model-loading chatter on fd 2 from C; keep the user's terminal clean."""
@@ -101,7 +116,10 @@ class LlamaCppBackend:
         if not path.is_file():
             raise RunError(f"model file not found: {path}")
         self.model_path = path
-        self.model_id = path.name
+        try:
+            self.model_id = model_fingerprint(path)
+        except OSError as exc:
+            raise RunError(f"cannot read model {path}: {exc.strerror or exc}") from None
         try:
             with _quiet_stderr():
                 self._llm = Llama(

@@ -22,7 +22,10 @@ class LLMRequest(BaseModel):
     tick: int | None = None
 
     def key(self, model_id: str) -> str:
-        """Content address of this request for a given model (the replay-cache key)."""
+        """Content address of this request for a given model (the replay-cache key).
+
+        Purpose, agent and tick are bookkeeping, not inputs: two identical prompts share
+        an answer whoever asks."""
         payload = {
             "model": model_id,
             "messages": self.messages,
@@ -43,6 +46,12 @@ class RawCompletion(BaseModel):
     latency_s: float = 0.0
     finish_reason: str | None = None
     error: str | None = None
+    cache_hit: bool = False
+    """Served by the replay cache: no backend call was made (``latency_s`` is then 0)."""
+    retries: int = 0
+    """Transport-level retries the backend needed (timeouts, 429, 5xx, dropped connections)."""
+    server: str | None = None
+    """Which server answered, for backends that spread requests over several."""
 
 
 class CallRecord(BaseModel):

