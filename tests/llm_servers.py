@@ -126,11 +126,13 @@ class FaultServer:
 
 
 @contextmanager
-def llama_server(model: Path, n_ctx: int = 2048):
+def llama_server(model: Path, n_ctx: int = 2048, threads: int | None = None):
     """llama-cpp-python's OpenAI-compatible server on a free loopback port; yields its /v1 URL."""
     port = free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", str(n_ctx), "--model_alias", "smollm2"]
+    if threads:
+        cmd += ["--n_threads", str(threads)]
     log = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads would fill up and stall the server
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
