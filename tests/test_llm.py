@@ -6,9 +6,10 @@ import asyncio
 import json
 
 import pytest
-from pydantic import BaseModel
+from typing import Literal
 
-from simulation.cognition.schemas import action_model
+from pydantic import BaseModel, Field
+
 from simulation.errors import RunError
 from simulation.llm.client import LLMClient, parse_answer
 from simulation.llm.seeds import derive_seed
@@ -17,6 +18,12 @@ from simulation.llm.types import LLMRequest, RawCompletion
 
 class Echo(BaseModel):
     n: int
+
+
+class Act(BaseModel):
+    action: str = Field(max_length=80)
+    place: Literal["home", "cafe", "park"]
+    minutes: int = Field(ge=5, le=180)
 
 
 class CountingBackend:
@@ -171,11 +178,12 @@ def test_seeds_depend_on_who_when_and_why_not_on_batch():
 
 
 def test_parse_answer_reports_the_field():
-    model = action_model(("a", "b"))
-    value, err = parse_answer('{"action": "x", "place": "zzz", "minutes": 5}', model)
-    assert value is None and "place" in err
-    value, err = parse_answer('{"action": "x", "place": "a", "minutes": 500}', model)
-    assert err is None and value.minutes == 180, "numbers are clamped, not rejected"
+    value, err = parse_answer('{"action": "x", "place": "zzz", "minutes": 5}', Act)
+    assert value is None and err.startswith("place:")
+    value, err = parse_answer('{"action": "x", "place": "cafe", "minutes": 5}', Act)
+    assert err is None and value.place == "cafe"
+    value, err = parse_answer('{"action": "x", "place": "cafe"', Act)
+    assert value is None and err.startswith("not JSON")
 
 
 def test_request_key_changes_with_every_field():
@@ -201,7 +209,7 @@ def llama():
 
 
 def _requests(n_agents=3, n_each=2):
-    schema = action_model(("home", "cafe", "park")).model_json_schema()
+    schema = Act.model_json_schema()
     return [
         LLMRequest(
             messages=[
@@ -216,7 +224,7 @@ def _requests(n_agents=3, n_each=2):
 
 @pytest.mark.slow
 def test_bundled_model_answers_under_the_schema(llama):
-    model = action_model(("home", "cafe", "park"))
+    model = Act
     outs = llama.generate(_requests())
     assert all(o.error is None for o in outs)
     for o in outs:
@@ -263,3 +271,24 @@ def test_unloadable_model_file_is_a_clear_run_error(tmp_path):
         LlamaCppBackend(fake)
     with pytest.raises(RunError, match="not found"):
         LlamaCppBackend(tmp_path / "missing.gguf")
+
+
+def test_two_backends_on_one_model_file_share_one_loaded_model_and_answer_alike():
+    from simulation.llm.llamacpp import LlamaCppBackend
+
+    req = LLMRequest(messages=[{"role": "system", "content": "You are Ann."}, {"role": "user", "content": "Hi?"}],
+                     json_schema={"type": "object", "properties": {"say": {"type": "string", "maxLength": 40}},
+                                  "required": ["say"]}, max_tokens=24, seed=5)
+    a = LlamaCppBackend(threads=1)
+    b = LlamaCppBackend(threads=1)
+    try:
+        assert a._llm is b._llm, "loaded once per process"
+        first = a.generate([req])[0].text
+        other = b.generate([req.model_copy(update={"seed": 6})])[0].text
+        again = a.generate([req])[0].text
+        assert first == again, "the other user's requests do not disturb this one's answers"
+        assert other
+    finally:
+        a.close()
+        assert b._llm is not None
+        b.close()

@@ -98,6 +98,12 @@ def _quiet_stderr():
             os.close(fd)
 
 
+_LOADED: dict[tuple[str, int, int], list[Any]] = {}
+"""Models loaded in this process, with their user counts: a run's agents and an evaluation's
+judge on the same file share one copy. Sharing is safe because every request first puts the
+KV cache into the exact state it needs (``_prime`` checks the cached tokens)."""
+
+
 class LlamaCppBackend:
     name = "llamacpp"
 
@@ -120,17 +126,18 @@ class LlamaCppBackend:
             self.model_id = model_fingerprint(path)
         except OSError as exc:
             raise RunError(f"cannot read model {path}: {exc.strerror or exc}") from None
-        try:
-            with _quiet_stderr():
-                self._llm = Llama(
-                    model_path=str(path),
-                    n_ctx=context_tokens,
-                    n_threads=threads or max(1, os.cpu_count() or 1),
-                    seed=0,
-                    verbose=False,
-                )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise RunError(f"cannot load model {path}: {exc}") from None
+        self._key = (str(path.resolve()), context_tokens, threads or max(1, os.cpu_count() or 1))
+        if self._key in _LOADED:
+            self._llm = _LOADED[self._key][0]
+            _LOADED[self._key][1] += 1
+        else:
+            try:
+                with _quiet_stderr():
+                    self._llm = Llama(model_path=str(path), n_ctx=context_tokens, n_threads=self._key[2], seed=0,
+                                      verbose=False)
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise RunError(f"cannot load model {path}: {exc}") from None
+            _LOADED[self._key] = [self._llm, 1]
         self._grammars: dict[str, Any] = {}
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -239,5 +246,12 @@ class LlamaCppBackend:
         return results  # type: ignore[return-value]
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._llm.close()
+        """Release this user of the model; the last one frees it."""
+        entry = _LOADED.get(self._key)
+        if entry is None or entry[0] is not self._llm:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del _LOADED[self._key]
+            with contextlib.suppress(Exception):
+                self._llm.close()
