@@ -1,15 +1,16 @@
-"""PersonaAgent: one person's state in the town (where, doing what, with whom, remembering what).
+"""PersonaAgent: one person's state in the town (where, doing what, with whom, planning what).
 
 Decisions that need the LLM live in ``simulation.cognition``; this class holds the state
 they read and write, and the no-LLM parts of a day: waking, going to bed, walking,
-finishing an action.
+working through the queued 5-30 minute steps of the current hour, one after another,
+within a tick when they are short.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mesa.discrete_space import CellAgent
 
@@ -19,7 +20,7 @@ from simulation.scenario import Persona
 
 if TYPE_CHECKING:
     from simulation.conversation import Conversation
-    from simulation.model import TownModel
+    from simulation.model import ActivePlaceEvent, TownModel
 
 # status values
 SLEEPING, WAKING, IDLE, WALKING, ACTING, TALKING = "sleeping", "waking", "idle", "walking", "acting", "talking"
@@ -32,6 +33,17 @@ class Action:
     minutes: int
     ends: datetime | None = None
     bedtime: bool = False
+    importance: float | None = None
+    """Of the memory "X is <text> at <place>" formed when it starts (None: rated later)."""
+
+
+@dataclass
+class HourBlock:
+    """What a plan step amounts to in one hour of the day (the middle level of a plan)."""
+
+    hour: int
+    activity: str
+    place: str
 
 
 def is_awake(now: datetime, wake: time, sleep: time) -> bool:
@@ -43,9 +55,18 @@ def is_awake(now: datetime, wake: time, sleep: time) -> bool:
 
 @dataclass
 class Perception:
-    """Whom an agent noticed this tick (people first met, or met again after a while)."""
+    """What an agent noticed this tick: people first met (or met again after a while), new place events."""
 
     people: list[str] = field(default_factory=list)
+    events: list[ActivePlaceEvent] = field(default_factory=list)
+
+
+@dataclass
+class Focus:
+    """What an agent reacts to this tick: a new event at its place and/or someone free to talk."""
+
+    event: ActivePlaceEvent | None
+    other: PersonaAgent | None
 
 
 class PersonaAgent(CellAgent):
@@ -59,20 +80,27 @@ class PersonaAgent(CellAgent):
         self.workplace = workplace
         self.place = start_place
         self.cell = model.space[start_place]
-        self.memory = MemoryStream()
         self.status = SLEEPING
         self.action: Action | None = None
         self.route: list[str] = []
         self.leg_left = 0.0
         self.plan: list[PlanItem] = []
+        """Today's plan in broad strokes, sorted by hour."""
         self.plan_day: date | None = None
+        self.hours: dict[int, HourBlock] = {}
+        """Today's hour blocks, filled in lazily as plan steps begin."""
+        self.steps: list[Action] = []
+        """The current hour's 5-30 minute actions still to do."""
+        self.steps_key: tuple[date, int] | None = None
+        """(day, hour) the queued steps belong to; they lapse when the hour is over."""
+        self.replan: str | None = None
+        """What the agent just decided to do instead (a reaction); the next steps start with it."""
+        self.focus: Focus | None = None
         self.conversation: Conversation | None = None
         self.resume_status = IDLE
         self.last_seen: dict[str, int] = {}
         self.last_talk: dict[str, datetime] = {}
         self.perceived = Perception()
-        self.pending_action: Action | None = None
-        """Chosen in the decide phase; started in the act phase (or after a conversation)."""
         self.system_prompt = ""
 
     # ------------------------------------------------------------------ state
@@ -101,32 +129,17 @@ class PersonaAgent(CellAgent):
         self.place = place
         self.cell = self.model.space[place]
 
-    def remember(self, kind: str, text: str) -> MemoryNode:
-        return self.model.record_memory(self, kind, text)
+    @property
+    def memory(self) -> MemoryStream:
+        return self.model.memory.stream(self.agent_id)
 
-    # ------------------------------------------------------------------ prompts
+    def remember(self, kind: str, text: str, importance: float | None = None, evidence: tuple[int, ...] = (),
+                 depth: int = 0) -> MemoryNode:
+        """A new memory; ``importance`` None means the LLM rates it when the agent next thinks."""
+        return self.model.memory.add(self.agent_id, kind, text, importance=importance, evidence=evidence,
+                                     depth=depth)
 
-    def prompt_context(self, query: str = "") -> dict[str, Any]:
-        """What every prompt shows: time, place, current doing, what's on their mind, memories."""
-        m = self.model
-        window = m.scenario.cognition.memory_window
-        thoughts = self.memory.recent(2, kinds=("thought",))
-        skip = {n.id for n in thoughts}
-        relevant = self.memory.relevant(query, max(1, window // 3), skip) if query else []
-        skip |= {n.id for n in relevant}
-        recent = [n for n in self.memory.recent(window, exclude=("thought", "plan")) if n.id not in skip]
-        room = window - len(relevant)
-        chosen = sorted(relevant + (recent[-room:] if room > 0 else []), key=lambda n: n.id)
-        return {
-            "p": self.persona,
-            "first": self.first_name,
-            "now": m.now.strftime("%A %d %B, %H:%M"),
-            "place": m.town.name(self.place),
-            "objects": m.town.places[self.place].objects,
-            "doing": "" if self.status in (IDLE, WAKING) else self.doing(),
-            "thoughts": [n.text for n in thoughts],
-            "memories": [f"({n.time:%a %H:%M}) {n.text}" for n in chosen],
-        }
+    # ------------------------------------------------------------------ plans
 
     def plan_for(self, hour: int) -> PlanItem | None:
         """The plan step in force at ``hour`` (the latest one that started by then)."""
@@ -136,8 +149,30 @@ class PersonaAgent(CellAgent):
                 current = item
         return current
 
-    def start_action(self, action: Action) -> None:
-        """Begin ``action``: walk there first if it is elsewhere."""
+    def has_steps(self, at: datetime) -> bool:
+        return bool(self.steps) and self.steps_key == (at.date(), at.hour)
+
+    def next_step(self, at: datetime) -> Action | None:
+        """The next queued step if it still belongs to the hour at ``at``; lapsed steps are dropped."""
+        if self.has_steps(at):
+            return self.steps.pop(0)
+        self.steps.clear()
+        return None
+
+    def interrupt(self, reaction: str) -> None:
+        """React: drop the current action and the hour's remaining steps; re-plan from now, starting
+        with ``reaction``."""
+        self.replan = reaction
+        self.steps.clear()
+        self.steps_key = None
+        if self.status == ACTING:
+            self.status = IDLE
+            self.action = None
+
+    # ------------------------------------------------------------------ acting
+
+    def start_action(self, action: Action, offset_minutes: float = 0.0) -> None:
+        """Begin ``action`` (``offset_minutes`` into the tick): walk there first if it is elsewhere."""
         m = self.model
         walked = 0.0
         if self.status == WALKING and self.route:  # re-routed mid-walk (e.g. at bedtime)
@@ -160,7 +195,7 @@ class PersonaAgent(CellAgent):
             m.log_event(self, "move", f"{self.persona.name} leaves {m.town.name(self.place)} for "
                         f"{m.town.name(action.place)} ({action.text})", {"to": action.place})
         else:
-            self._arrive(offset_minutes=0.0)
+            self._arrive(offset_minutes=offset_minutes)
 
     def _arrive(self, offset_minutes: float) -> None:
         m = self.model
@@ -171,26 +206,41 @@ class PersonaAgent(CellAgent):
             m.log_event(self, "sleep", f"{self.persona.name} goes to sleep at {m.town.name(self.place)}")
             return
         self.status = ACTING
-        self.action.ends = m.now + timedelta(minutes=offset_minutes + self.action.minutes)
+        self.action.ends = m.now + timedelta(minutes=offset_minutes + max(1, self.action.minutes))
         text = f"{self.persona.name} is {self.action.text} at {m.town.name(self.place)}"
         m.log_event(self, "action", text, {"minutes": self.action.minutes, "until": self.action.ends.strftime("%H:%M")})
-        self.remember("observation", text)
+        self.remember("observation", text, importance=self.action.importance)
 
     def advance(self, minutes: float) -> None:
-        """Act phase: walk along the route or let the current action run its course."""
-        if self.status == WALKING:
-            budget = minutes
-            while self.route and budget > 0:
-                step = min(self.leg_left, budget)
-                self.leg_left -= step
-                budget -= step
-                if self.leg_left <= 1e-9:
-                    self.set_place(self.route.pop(0))
-                    if self.route:
-                        self.leg_left = float(self.model.town.leg_minutes(self.place, self.route[0]))
-            if not self.route:
-                self._arrive(offset_minutes=minutes - budget)
-        elif self.status == ACTING and self.action and self.action.ends is not None:
-            if self.action.ends <= self.model.now + timedelta(minutes=minutes):
+        """Act phase: walk along the route, let the current action run its course, and go on with
+        the hour's next queued step when one ends within the tick (no LLM)."""
+        m = self.model
+        used = 0.0
+        while used <= minutes:
+            if self.status == WALKING:
+                budget = minutes - used
+                while self.route and budget > 0:
+                    step = min(self.leg_left, budget)
+                    self.leg_left -= step
+                    budget -= step
+                    if self.leg_left <= 1e-9:
+                        self.set_place(self.route.pop(0))
+                        if self.route:
+                            self.leg_left = float(m.town.leg_minutes(self.place, self.route[0]))
+                if self.route:
+                    return
+                used = minutes - budget
+                self._arrive(offset_minutes=used)
+            elif self.status == ACTING and self.action and self.action.ends is not None:
+                end = (self.action.ends - m.now).total_seconds() / 60
+                if end > minutes:
+                    return
                 self.status = IDLE
                 self.action = None
+                used = max(used, end)
+                step = self.next_step(m.now + timedelta(minutes=used))
+                if step is None:
+                    return
+                self.start_action(step, offset_minutes=used)
+            else:
+                return

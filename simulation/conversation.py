@@ -1,4 +1,7 @@
-"""A conversation between two agents at one place: turns alternate, one utterance per tick."""
+"""A conversation between two agents at one place: turns alternate, one utterance per tick.
+
+Either side can end it (or the turn cap, or bedtime); afterwards each side writes a recap:
+a summary memory and its new view of the other (``simulation.cognition.converse.recap``)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ class Conversation:
     ended_reason: str | None = None
     ended_tick: int | None = None
     ended_at: datetime | None = None
+    memory_ids: dict[str, list[int]] = field(default_factory=dict)
+    """Each participant's utterance memories of this conversation (rated together at the recap)."""
 
     def partner(self, agent_id: str) -> str:
         a, b = self.participants

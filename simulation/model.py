@@ -1,10 +1,14 @@
 """TownModel: the Mesa model that steps the town, one tick of game time at a time.
 
 A tick runs the phases of docs/design.md in order: scheduled events, routine (wake/bed,
-no LLM), perceive (no LLM), decide (plan / react / next action, batched across agents),
-converse (one utterance per open conversation, batched), act (movement and timers, no
-LLM), commit (everything the tick produced, one transaction). Activation is simultaneous:
+no LLM), perceive (no LLM), importance (the deciding agents' unrated memories), decide
+(daily plan / reaction / the hour's steps), converse (one utterance per open conversation),
+recap (both sides of every conversation that ended), reflect (agents past their importance
+threshold), act (movement and the queued steps, no LLM), commit (everything the tick
+produced, one transaction). Each LLM phase is one batch across agents (sequential steps of
+one agent, such as plan then steps, make successive batches). Activation is simultaneous:
 every agent decides on the state observed at the start of the tick, then all act.
+See docs/cognition.md.
 """
 
 from __future__ import annotations
@@ -15,24 +19,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import mesa
 
-from simulation.agent import ACTING, IDLE, SLEEPING, TALKING, WAKING, Action, PersonaAgent
+from simulation.agent import ACTING, IDLE, SLEEPING, TALKING, WAKING, Action, Focus, PersonaAgent
 from simulation.cognition import prompts
-from simulation.cognition.converse import utter
+from simulation.cognition.converse import recap, utter
+from simulation.cognition.importance import rate_unrated
 from simulation.cognition.perceive import perceive
-from simulation.cognition.plan import daily_plan, next_action
+from simulation.cognition.plan import daily_plan, plan_steps
 from simulation.cognition.probe import answer_probe
-from simulation.cognition.react import react
+from simulation.cognition.react import REACT, TALK, react
+from simulation.cognition.reflect import reflect
 from simulation.cognition.schemas import PlanItem
 from simulation.conversation import Conversation
 from simulation.llm.backend import Backend
 from simulation.llm.client import ClientStats, LLMClient
 from simulation.llm.types import CallRecord, RawCompletion
-from simulation.memory import MemoryNode
-from simulation.scenario import LoadedScenario
+from simulation.memory import TownMemory
+from simulation.memory.embeddings import get_embedder
+from simulation.relationships import SocialGraph
+from simulation.scenario import LoadedScenario, resolve_path
 from simulation.store import RunStore, dumps, sim_iso
 from simulation.town import TownMap
 
@@ -73,6 +82,11 @@ class TownModel(mesa.Model):
             backend, run_seed=self.seed_value, temperature=sc.llm.temperature,
             max_tokens=sc.llm.max_tokens, on_call=self._log_call, on_progress=on_llm,
         )
+        folder = sc.memory.embedding_model
+        embedder = get_embedder(str(resolve_path(folder, Path(loaded.path).parent)) if folder else None)
+        self.memory = TownMemory(sc.memory, epoch=self.clock.start, embedder=embedder, buffer=self.buffer)
+        self.memory.set_time(0, self.now)
+        self.social = SocialGraph([rp.persona.id for rp in loaded.people])
         self.people: dict[str, PersonaAgent] = {}
         for rp in loaded.people:
             agent = PersonaAgent(self, rp.persona, rp.home, rp.start_place, rp.workplace)
@@ -86,6 +100,8 @@ class TownModel(mesa.Model):
         # running batch finish before Ctrl-C is seen; here it interrupts between tokens.
         self.loop = asyncio.new_event_loop()
         self.conversations: dict[int, Conversation] = {}
+        self.ended: list[Conversation] = []
+        """Conversations ended this tick, waiting for both sides' recaps."""
         self.place_events: list[ActivePlaceEvent] = []
         self.scheduled = sorted(
             ((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(sc.events)), key=lambda t: (t[0], t[1])
@@ -93,6 +109,8 @@ class TownModel(mesa.Model):
         for agent in self.order:
             for text in agent.persona.memories:
                 agent.remember("seed", text)
+            for other_id, view in sorted(agent.persona.relationships.items()):
+                self.social.seed(agent.agent_id, other_id, view)
             if agent.awake_at(self.now):
                 agent.status = WAKING  # up already: plans its day on the first tick
             state = "asleep" if agent.status == SLEEPING else "up"
@@ -109,17 +127,17 @@ class TownModel(mesa.Model):
             "data": dumps(data) if data else None,
         })
 
-    def record_memory(self, agent: PersonaAgent, kind: str, text: str) -> MemoryNode:
-        node_id = self.buffer.add("memories", {
-            "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id,
-            "kind": kind, "text": text, "importance": None, "evidence": None,
-        })
-        return agent.memory.add(MemoryNode(id=node_id or 0, kind=kind, text=text, tick=self.tick, time=self.now))
-
     def log_plan(self, agent: PersonaAgent, items: list[PlanItem], ok: bool) -> None:
         self.buffer.add("plans", {
             "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id,
             "day": self.now.date().isoformat(), "items": dumps([i.model_dump() for i in items]), "ok": int(ok),
+        })
+
+    def log_schedule(self, agent: PersonaAgent, level: str, parent: str, items: list[dict[str, Any]],
+                     ok: bool) -> None:
+        self.buffer.add("schedules", {
+            "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id, "level": level,
+            "parent": parent, "items": dumps(items), "ok": int(ok),
         })
 
     def _log_call(self, rec: CallRecord) -> int | None:
@@ -141,6 +159,7 @@ class TownModel(mesa.Model):
         started = time.perf_counter()
         before = dataclasses.replace(self.llm.stats)
         self.now = self.clock.time_at(self.tick)
+        self.memory.set_time(self.tick, self.now)
         self._deliver_scheduled()
         self._routine()
         self._perceive()
@@ -185,7 +204,8 @@ class TownModel(mesa.Model):
             elif agent.status != SLEEPING and not awake and not (agent.action and agent.action.bedtime):
                 if agent.conversation:
                     self._end_conversation(agent.conversation, "bedtime")
-                agent.pending_action = None
+                agent.steps.clear()
+                agent.replan = None
                 agent.start_action(Action("going to bed", agent.home, 0, bedtime=True))
 
     def _perceive(self) -> None:
@@ -201,35 +221,54 @@ class TownModel(mesa.Model):
         last = agent.last_talk.get(other.agent_id)
         return other.free and other.place == agent.place and (last is None or self.now - last >= cooldown)
 
+    def _focus(self, agent: PersonaAgent) -> Focus | None:
+        """What a free agent reacts to this tick: a new place event, someone free to talk."""
+        if not agent.free:
+            return None
+        event = agent.perceived.events[0] if agent.perceived.events else None
+        other = next((self.people[o] for o in agent.perceived.people if self._can_talk(agent, self.people[o])), None)
+        return Focus(event, other) if event or other else None
+
+    def _needs_thought(self, agent: PersonaAgent) -> bool:
+        """Waking, out of steps for the hour, or noticing something: everyone else costs no call."""
+        agent.focus = self._focus(agent)
+        if agent.status == WAKING or agent.focus is not None:
+            return True
+        return agent.status == IDLE and not agent.has_steps(self.now)
+
     async def _decide(self, agent: PersonaAgent, intents: dict[str, tuple[str, str, int | None]]) -> None:
         if agent.status == WAKING:
             await daily_plan(agent)
             agent.status = IDLE
-        if agent.free and agent.perceived.people:
-            candidates = [self.people[o] for o in agent.perceived.people if self._can_talk(agent, self.people[o])]
-            if candidates:
-                greeting, call_id = await react(agent, candidates[0])
-                if greeting:
-                    intents[agent.agent_id] = (candidates[0].agent_id, greeting, call_id)
-        if agent.status == IDLE and agent.pending_action is None:
-            agent.pending_action = await next_action(agent)
-
-    def _needs_thought(self, agent: PersonaAgent) -> bool:
-        if agent.status == WAKING:
-            return True
-        if agent.status == IDLE and agent.pending_action is None:
-            return True
-        return agent.free and bool(agent.perceived.people)
+        if agent.focus is not None:
+            reaction = await react(agent, agent.focus)
+            if reaction.decision == TALK and agent.focus.other is not None:
+                intents[agent.agent_id] = (agent.focus.other.agent_id, reaction.detail, reaction.call_id)
+                return  # the hour's steps can wait until after the conversation
+            if reaction.decision == REACT:
+                self.log_event(agent, "reaction", f"{agent.persona.name}: {reaction.detail}",
+                               {"event_id": agent.focus.event.id if agent.focus.event else None,
+                                "other": agent.focus.other.agent_id if agent.focus.other else None})
+                agent.interrupt(reaction.detail)
+        if agent.status == IDLE and not agent.has_steps(self.now):
+            await plan_steps(agent)
 
     async def _think(self) -> int:
-        """Decide and converse phases; returns how many agents asked the LLM anything."""
+        """The LLM phases; returns how many agents and conversations asked the LLM anything."""
         intents: dict[str, tuple[str, str, int | None]] = {}
         deciding = [a for a in self.order if self._needs_thought(a)]
+        await asyncio.gather(*(rate_unrated(a) for a in deciding if a.memory.unrated))
         await asyncio.gather(*(self._decide(a, intents) for a in deciding))
         self._open_conversations(intents)
         talking = sorted((c for c in self.conversations.values() if c.open), key=lambda c: c.id)
         await asyncio.gather(*(self._advance(c) for c in talking))
-        return len(deciding) + sum(1 for c in talking)
+        ended, self.ended = self.ended, []
+        await asyncio.gather(*(recap(self.people[a], c) for c in ended for a in c.participants))
+        thinking = {a.agent_id for a in deciding} | {a for c in talking for a in c.participants}
+        threshold = self.scenario.memory.reflection_threshold
+        await asyncio.gather(*(reflect(a) for a in self.order
+                               if a.agent_id in thinking and a.memory.since_reflection >= threshold))
+        return len(deciding) + len(talking)
 
     # ------------------------------------------------------------------ conversations
 
@@ -245,7 +284,7 @@ class TownModel(mesa.Model):
             )
             self.conversations[conv.id] = conv
             for agent in (a, b):
-                agent.resume_status = IDLE if agent.status == IDLE else ACTING
+                agent.resume_status = ACTING if agent.status == ACTING else IDLE
                 agent.status = TALKING
                 agent.conversation = conv
                 agent.last_talk[agent.conversation.partner(agent.agent_id)] = self.now
@@ -263,7 +302,8 @@ class TownModel(mesa.Model):
         self.log_event(speaker, "utterance", f'{speaker.persona.name} to {listener.persona.name}: "{text}"',
                        {"conversation_id": conv.id})
         for agent in (speaker, listener):
-            agent.remember("utterance", f'{speaker.persona.name} said to {listener.persona.name}: "{text}"')
+            node = agent.remember("utterance", f'{speaker.persona.name} said to {listener.persona.name}: "{text}"')
+            conv.memory_ids.setdefault(agent.agent_id, []).append(node.id)
         self._save_conversation(conv)
 
     async def _advance(self, conv: Conversation) -> None:
@@ -278,16 +318,13 @@ class TownModel(mesa.Model):
             conv.next_speaker = conv.partner(speaker.agent_id)
 
     def _end_conversation(self, conv: Conversation, reason: str) -> None:
+        """Close it now; both sides' recaps (summary memory, relationship) follow in this tick's recap phase."""
         conv.ended_reason = reason
         conv.ended_tick, conv.ended_at = self.tick, self.now
         names = {a: self.people[a].persona.name for a in conv.participants}
-        gist = " / ".join(f"{names[s].split()[0]}: {t}" for s, t in conv.lines)
-        if len(gist) > 300:
-            gist = gist[:297] + "..."
+        self.ended.append(conv)
         for agent_id in conv.participants:
             agent = self.people[agent_id]
-            other = names[conv.partner(agent_id)]
-            agent.remember("conversation", f"Talked with {other} at {self.town.name(conv.place)}: {gist}")
             agent.conversation = None
             if agent.status == TALKING:
                 agent.status = agent.resume_status
@@ -311,9 +348,10 @@ class TownModel(mesa.Model):
     def _act(self) -> None:
         minutes = float(self.clock.tick_minutes)
         for agent in self.order:
-            if agent.status == IDLE and agent.pending_action is not None:
-                action, agent.pending_action = agent.pending_action, None
-                agent.start_action(action)
+            if agent.status == IDLE:
+                step = agent.next_step(self.now)
+                if step is not None:
+                    agent.start_action(step)
             agent.advance(minutes)
 
     def _record_states(self) -> None:
@@ -336,13 +374,21 @@ class TownModel(mesa.Model):
             "cache_hits": s.cache_hits - before.cache_hits,
             "batches": s.batches - before.batches, "deciding_agents": deciding,
         })
+        self._flush_memory()
         self.store.commit(self.buffer, {"ticks_done": self.tick + 1})
+
+    def _flush_memory(self) -> None:
+        """Vectors of the tick's new memories, changed importance / last access, changed relationships."""
+        self.memory.flush_rows()
+        for row in self.social.changed_rows():
+            self.buffer.add("relationships", {"tick": self.tick, "sim_time": sim_iso(self.now), **row})
 
     # ------------------------------------------------------------------ end of run
 
     def ask_probes(self) -> None:
         """Ask every probe question of its agents (one batch), at the time the run ended."""
         self.now = self.clock.time_at(self.tick)
+        self.memory.set_time(self.tick, self.now)
         jobs = []
         for index, probe in enumerate(self.scenario.probes):
             ids = sorted(self.people) if probe.agents == "all" else probe.agents
@@ -356,4 +402,5 @@ class TownModel(mesa.Model):
                 "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id,
                 "question": question, "answer": answer, "ok": int(ok), "llm_call_id": call_id,
             })
+        self._flush_memory()
         self.store.commit(self.buffer)

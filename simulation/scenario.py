@@ -77,6 +77,17 @@ class Persona(StrictModel):
     household: LongText = ""
     traits: list[ShortText] = Field(default_factory=list, max_length=12)
     big_five: BigFive
+    # The SPeCtrum split (Lee et al., 2025): who a person is to others, to themself, and in
+    # their present circumstances. Optional, so older persona files stay valid.
+    social_identity: LongText = Field(
+        "", description="roles, groups and standing in town: job, family role, communities they belong to"
+    )
+    personal_identity: LongText = Field(
+        "", description="character, values, tastes and habits: who they are to themself"
+    )
+    life_context: LongText = Field(
+        "", description="their circumstances now: household, money, health, what is on their mind this month"
+    )
     backstory: LongText = ""
     speaking_style: LongText = ""
     routine: Routine
@@ -85,6 +96,25 @@ class Persona(StrictModel):
     )
     memories: list[LongText] = Field(
         default_factory=list, max_length=200, description="seed memories at the start of a run"
+    )
+
+
+class PopulationEntry(StrictModel):
+    """People sampled from a population spec (``personas/populations/*.yaml``) and placed in the town."""
+
+    spec: str = Field(description="population spec YAML, relative to the scenario file")
+    n: int = Field(ge=1, le=1000, description="how many people to sample")
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="sampling seed (default: the scenario's seed)")
+    homes: list[Identifier] = Field(
+        default_factory=list, max_length=500,
+        description="place ids people live in, dealt out in a seeded order (default: every place of kind 'home')",
+    )
+    workplaces: dict[Identifier, Identifier] = Field(
+        default_factory=dict,
+        description="an occupation's workplace kind in the spec -> place id (default: a place of that kind, if any)",
+    )
+    start: Literal["home", "workplace"] = Field(
+        "home", description="where sampled people are on the first tick (workplace falls back to home)"
     )
 
 
@@ -252,6 +282,7 @@ class Scenario(StrictModel):
     clock: Clock
     town: Town
     personas: list[PersonaEntry] = Field(min_length=1, max_length=1000)
+    population: PopulationEntry | None = Field(None, description="sampled people added to the named personas")
     events: list[ScheduledEvent] = Field(default_factory=list)
     probes: list[Probe] = Field(default_factory=list)
     topics: list[Topic] = Field(default_factory=list)
@@ -346,7 +377,8 @@ def load_persona(path: Path | str) -> Persona:
     return _validate(load_yaml(path, "persona file"), Persona, "persona")
 
 
-def _check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPersona]) -> list[Problem]:
+def _check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPersona],
+                      sampled: list[ResolvedPersona] | None = None) -> list[Problem]:
     problems: list[Problem] = []
     place_ids: dict[str, int] = {}
     for i, place in enumerate(sc.town.places):
@@ -383,6 +415,8 @@ def _check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPers
             place = getattr(sc.personas[i], key)
             if place is not None and place not in place_ids:
                 problems.append(doc.problem(("personas", i, key), f"unknown place {place!r}"))
+    for person in sampled or []:  # the sampler placed them in known places and kept their ids unique
+        agent_ids.setdefault(person.persona.id, -1)
     end = sc.clock.start + timedelta(hours=sc.clock.duration_hours)
     for i, ev in enumerate(sc.events):
         if ev.to is not None and ev.to not in agent_ids:
@@ -438,10 +472,18 @@ def load(path: Path | str) -> LoadedScenario:
         )
     if problems:
         raise InputError(problems)
-    problems = _check_references(doc, sc, people)
+    sampled: list[ResolvedPersona] = []
+    if sc.population is not None:
+        from simulation.population import resolve_population  # it builds on this module's models
+
+        try:
+            sampled = resolve_population(doc, sc, {p.persona.id for p in people})
+        except InputError as exc:
+            problems.extend(exc.problems)
+    problems += _check_references(doc, sc, people, sampled)
     if problems:
         raise InputError(problems)
-    return LoadedScenario(path=str(doc.path), scenario=sc, people=people, source_text=doc.text)
+    return LoadedScenario(path=str(doc.path), scenario=sc, people=people + sampled, source_text=doc.text)
 
 
 def json_schema(kind: Literal["scenario", "persona"] = "scenario") -> dict[str, Any]:

@@ -59,13 +59,35 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     ),
     "memories": (
         {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "kind": str,
-         "text": str, "importance": float, "evidence": str},
+         "text": str, "importance": float, "evidence": str, "last_accessed": str, "depth": int},
+        "id",
+    ),
+    "embeddings": (
+        # float32 vector of each memory (what the FAISS index holds), so resume rebuilds it exactly
+        {"run_id": str, "memory_id": int, "vector": bytes},
+        ("run_id", "memory_id"),
+    ),
+    "retrievals": (
+        {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "purpose": str, "query": str,
+         "results": str},
         "id",
     ),
     "plans": (
         {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "day": str,
          "items": str, "ok": int},
         "id",
+    ),
+    "schedules": (
+        # a plan step decomposed: into hour blocks (level "hours") or 5-30 minute actions ("steps")
+        {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "level": str, "parent": str,
+         "items": str, "ok": int},
+        "id",
+    ),
+    "relationships": (
+        # one row per (agent, other) whose relationship changed at a tick: the state after the change
+        {"run_id": str, "tick": int, "sim_time": str, "agent_id": str, "other_id": str, "conversations": int,
+         "sentiment": float, "view": str},
+        ("run_id", "tick", "agent_id", "other_id"),
     ),
     "conversations": (
         {"id": int, "run_id": str, "place": str, "participants": str, "started_tick": int,
@@ -101,6 +123,8 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
 INDEXES = [
     ("events", ["tick"]), ("events", ["agent_id"]), ("memories", ["agent_id"]),
     ("utterances", ["conversation_id"]), ("llm_calls", ["tick"]), ("agent_states", ["agent_id"]),
+    ("retrievals", ["agent_id"]), ("retrievals", ["tick"]), ("relationships", ["agent_id"]),
+    ("schedules", ["agent_id"]),
 ]
 
 
@@ -135,9 +159,9 @@ class TickBuffer:
         return new_id
 
     def upsert(self, table: str, row: dict[str, Any]) -> None:
-        """Queue an insert-or-update, keyed by ``id`` (the last one in a tick wins)."""
+        """Queue an insert-or-update keyed by ``id``; updates of one row within a tick merge (later values win)."""
         row = {"run_id": self._store.run_id, **row}
-        self.upserts[table][row["id"]] = row
+        self.upserts[table].setdefault(row["id"], {}).update(row)
 
 
 class RunStore:

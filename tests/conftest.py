@@ -33,3 +33,28 @@ def make_run(tmp_path, flagship):
         return create_run(loaded or flagship, backend, RunOptions(out=out or tmp_path / "runs", ticks=ticks, seed=seed))
 
     return _make
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The bundled all-MiniLM-L6-v2, loaded once for the whole session (runs share it too)."""
+    from simulation.memory.embeddings import get_embedder
+
+    e = get_embedder()
+    e.embed(["warm-up"])
+    return e
+
+
+def step_run(run, n=None):
+    """Step a run ``n`` ticks (default: all it was made for)."""
+    for _ in range(n if n is not None else run.ticks):
+        run.model.step()
+    return run
+
+
+def with_settings(loaded, **sections):
+    """A copy of a loaded scenario with some settings changed, e.g. memory={"reflection_threshold": 20}."""
+    sc = loaded.scenario.model_copy(deep=True)
+    for name, values in sections.items():
+        setattr(sc, name, getattr(sc, name).model_copy(update=values))
+    return loaded.model_copy(update={"scenario": sc})

@@ -1,14 +1,21 @@
 """A scripted test-double backend: schema-valid answers by purpose, with no model at all.
 
-It picks places from the request's JSON-schema enum with the request seed, so runs differ by
-seed but are reproducible, records every batch it was handed, and can be told to answer
-some purposes with garbage to exercise the client's retry and fallback path.
+It reads what it needs from the request's JSON schema (place enums, how many ratings or
+hour blocks, which statement numbers an insight may cite) and from the prompt (the
+memories to rate), picks with the request seed, so runs differ by seed but are
+reproducible, records every batch it was handed, and can be told to answer some purposes
+with garbage to exercise the client's retry and fallback path.
+
+Importance: a memory mentioning the party is an 8, anything else a 3 (``importance``).
+Reactions: ``react`` is the decision when someone can be talked to ("talk" by default,
+or "continue"/"react"); with nobody to talk to, the decision is ``react_alone``.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,22 +23,37 @@ from simulation.llm.backend import OnDone
 from simulation.llm.types import LLMRequest, RawCompletion
 
 
-def _enum(schema: dict[str, Any], name: str) -> list[str]:
-    for definition in [schema, *schema.get("$defs", {}).values()]:
+def _defs(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    return [schema, *schema.get("$defs", {}).values()]
+
+
+def _prop(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    for definition in _defs(schema):
         prop = definition.get("properties", {}).get(name)
-        if prop and "enum" in prop:
-            return prop["enum"]
+        if prop is not None:
+            return prop
     raise KeyError(name)
+
+
+def _enum(schema: dict[str, Any], name: str) -> list[Any]:
+    prop = _prop(schema, name)
+    return prop["enum"] if "enum" in prop else prop["items"]["enum"]
+
+
+_NUMBERED = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
 
 
 class ScriptedBackend:
     name = "scripted"
     model_id = "scripted-v1"
 
-    def __init__(self, garbage: set[str] | None = None, talk: bool = True, end_after: int = 4):
+    def __init__(self, garbage: set[str] | None = None, talk: bool = True, end_after: int = 4,
+                 react: str | None = None, react_alone: str = "continue", importance=None):
         self.garbage = garbage or set()
-        self.talk = talk
+        self.react = react or ("talk" if talk else "continue")
+        self.react_alone = react_alone
         self.end_after = end_after
+        self.importance = importance or (lambda text: 8 if "party" in text.lower() else 3)
         self.batches: list[list[LLMRequest]] = []
         self.closed = False
 
@@ -40,20 +62,50 @@ class ScriptedBackend:
         if req.purpose in self.garbage:
             return "I am not JSON {"
         schema = req.json_schema or {}
+        prompt = req.messages[-1]["content"] if req.messages else ""
+        if req.purpose == "importance":
+            n = _prop(schema, "ratings")["minItems"]
+            texts = [t for _, t in _NUMBERED.findall(prompt)][:n]
+            return json.dumps({"ratings": [self.importance(t) for t in texts]})
         if req.purpose == "plan":
             places = _enum(schema, "place")
-            hour = 7 + rng.randrange(3)
-            plan = [{"hour": hour + 2 * i, "activity": f"doing errand {i}", "place": rng.choice(places)} for i in range(4)]
-            return json.dumps({"plan": plan})
-        if req.purpose == "action":
-            return json.dumps({"action": "working on something", "place": rng.choice(_enum(schema, "place")),
-                               "minutes": rng.choice([10, 20, 30, 60])})
+            now = re.search(r"It is \w+ \d+ \w+, (\d\d):\d\d", prompt)
+            hour = (int(now.group(1)) if now else 7) + rng.randrange(2)
+            plan = [{"hour": min(23, hour + 2 * i), "activity": f"doing errand {i}", "place": rng.choice(places)}
+                    for i in range(4)]
+            answer: dict[str, Any] = {"plan": plan}
+            if "yesterday" in schema.get("properties", {}):
+                answer = {"yesterday": "A busy day of errands and talk about the party.", **answer}
+            return json.dumps(answer)
+        if req.purpose == "hours":
+            n = _prop(schema, "hours")["minItems"]
+            return json.dumps({"hours": [f"hour block {i}" for i in range(n)]})
+        if req.purpose == "steps":
+            places = _enum(schema, "place")
+            steps = [{"action": f"step {i}", "place": rng.choice(places), "minutes": m, "importance": 2}
+                     for i, m in enumerate((10, 20, 30))]
+            return json.dumps({"steps": steps})
         if req.purpose == "react":
-            return json.dumps({"talk": self.talk, "greeting": "Hello there! Have you heard about the party?"})
+            choices = _enum(schema, "decision")
+            decision = self.react if "talk" in choices else self.react_alone
+            detail = {"talk": "Hello there! Have you heard about the party?", "react": "going over to have a look",
+                      "continue": ""}[decision]
+            return json.dumps({"decision": decision, "detail": detail})
         if req.purpose == "utterance":
-            turns = req.messages[-1]["content"].count('"\n') + 1
+            turns = prompt.split("Conversation so far:")[-1].count('"\n') + 1
             return json.dumps({"say": f"Line {turns} (tick {req.tick}): the party is at Hobbs Cafe.",
                                "end_conversation": turns >= self.end_after})
+        if req.purpose == "recap":
+            return json.dumps({"summary": "We talked about the party at Hobbs Cafe.",
+                               "view": "A friendly neighbour who likes parties.", "feeling": 3, "importance": 6})
+        if req.purpose == "questions":
+            return json.dumps({"questions": ["What is on my mind?", "Who do I talk to?", "What about the party?"]})
+        if req.purpose == "insights":
+            numbers = _enum(schema, "evidence")
+            cited = numbers[:2]
+            return json.dumps({"insights": [{"insight": f"An insight resting on {len(cited)} statements",
+                                             "evidence": cited},
+                                            {"insight": "A second insight", "evidence": numbers[-1:]}]})
         if req.purpose.startswith("probe"):
             return json.dumps({"answer": "I heard there is a party at Hobbs Cafe."})
         return json.dumps({})

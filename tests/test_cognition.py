@@ -50,3 +50,154 @@ def test_routine_plan_is_a_plain_day_and_respects_bedtime(make_run, scripted, mo
     monkeypatch.setattr(isabella.persona.routine, "sleep", time(1, 0))  # after midnight: evening is awake time
     assert [p.hour for p in routine_plan(isabella)] == [7, 9, 17, 19]
     assert m.hub == "town_square"
+
+
+# ---------------------------------------------------------------------- plan decomposition
+
+
+def test_fit_steps_fills_the_window_exactly():
+    from simulation.cognition.plan import fit_steps
+    from simulation.cognition.schemas import Step
+
+    steps = [Step(action=f"s{i}.", place="hobbs_cafe", minutes=m, importance=i + 1) for i, m in enumerate((10, 20, 30))]
+    assert [a.minutes for a in fit_steps(steps, 40)] == [10, 20, 10]
+    assert [a.minutes for a in fit_steps(steps, 60)] == [10, 20, 30]
+    assert [a.minutes for a in fit_steps(steps, 90)] == [10, 20, 60], "the last step runs to the end of the hour"
+    first = fit_steps(steps, 60)[0]
+    assert (first.text, first.importance) == ("s0", 1.0)
+
+
+def test_waking_plans_the_day_then_the_hour_then_its_steps(make_run, scripted):
+    import json
+
+    run = make_run(scripted, ticks=1)
+    run.model.step()
+    db = run.store.db
+    m = run.model
+    awake = [a for a in m.order if a.awake_at(m.clock.start)]
+    for agent in awake:
+        assert agent.plan and agent.plan_day == m.now.date()
+        steps = list(db.query("select * from schedules where agent_id = ? and level = 'steps'", [agent.agent_id]))
+        assert len(steps) == 1
+        items = json.loads(steps[0]["items"])
+        assert sum(i["minutes"] for i in items) == 60, "the steps fill the rest of the hour"
+        assert all(5 <= i["minutes"] <= 30 for i in items[:-1])
+        assert agent.steps_key == (m.now.date(), m.now.hour)
+        assert agent.status in ("acting", "walking"), "the first step started in the act phase"
+        assert 7 in agent.hours
+
+
+def test_a_plan_item_is_split_into_hours_when_it_begins(make_run, scripted):
+    import json
+    from datetime import datetime
+
+    from simulation.cognition.plan import hour_block
+    from simulation.cognition.schemas import PlanItem
+
+    run = make_run(scripted, ticks=1)
+    m = run.model
+    agent = m.people["walter_hughes"]
+    m.now = datetime(2023, 2, 13, 8, 0)
+    agent.plan = [PlanItem(hour=7, activity="breakfast", place=agent.home),
+                  PlanItem(hour=8, activity="working in the shop", place="harvey_oak_supply"),
+                  PlanItem(hour=11, activity="lunch", place="hobbs_cafe"),
+                  PlanItem(hour=12, activity="back to work", place="harvey_oak_supply")]
+    agent.hours = {}
+    block = m.loop.run_until_complete(hour_block(agent))
+    assert (block.hour, block.activity, block.place) == (8, "hour block 0", "harvey_oak_supply")
+    assert [agent.hours[h].activity for h in (8, 9, 10)] == ["hour block 0", "hour block 1", "hour block 2"]
+    m.now = datetime(2023, 2, 13, 9, 0)
+    calls = len(scripted.batches)
+    assert m.loop.run_until_complete(hour_block(agent)).activity == "hour block 1"
+    assert len(scripted.batches) == calls, "the item is split once, when it begins"
+    m.now = datetime(2023, 2, 13, 11, 0)
+    assert m.loop.run_until_complete(hour_block(agent)).activity == "lunch"
+    assert len(scripted.batches) == calls, "a one-hour item is its own hour block"
+    run.model._commit(0.0, run.model.llm.stats, 0)
+    rows = list(run.store.db.query("select * from schedules where level = 'hours'"))
+    assert len(rows) == 1 and [i["hour"] for i in json.loads(rows[0]["items"])] == [8, 9, 10]
+
+
+def test_steps_run_back_to_back_within_a_tick_and_lapse_with_the_hour(make_run, scripted):
+    from datetime import datetime
+
+    from simulation.agent import ACTING, IDLE, Action
+
+    run = make_run(scripted, ticks=1)
+    m = run.model
+    agent = m.people["isabella_rodriguez"]
+    m.now = datetime(2023, 2, 13, 9, 0)
+    agent.status, agent.action = IDLE, None
+    here = agent.place
+    agent.steps = [Action("stretching", here, 5), Action("tidying up", here, 10), Action("reading", here, 20)]
+    agent.steps_key = (m.now.date(), 9)
+    agent.start_action(agent.next_step(m.now))
+    agent.advance(10)
+    assert agent.status == ACTING and agent.action.text == "tidying up"
+    assert agent.action.ends == datetime(2023, 2, 13, 9, 15)
+    m.now = datetime(2023, 2, 13, 9, 10)
+    agent.advance(10)
+    assert agent.action.text == "reading" and agent.action.ends == datetime(2023, 2, 13, 9, 35)
+    texts = [n.text for n in agent.memory.recent(3)]
+    assert [t.split(" is ")[1].split(" at ")[0] for t in texts] == ["stretching", "tidying up", "reading"]
+    agent.steps = [Action("more reading", here, 30)]
+    m.now = datetime(2023, 2, 13, 9, 50)
+    agent.action.ends = datetime(2023, 2, 13, 10, 0)
+    agent.advance(10)
+    assert agent.status == IDLE and not agent.steps, "steps of an hour that is over are dropped"
+
+
+def test_reacting_replans_from_now_starting_with_the_reaction(make_run):
+    import json
+
+    from scripted import ScriptedBackend
+
+    backend = ScriptedBackend(react="react", react_alone="react")
+    run = make_run(backend, ticks=24)
+    m = run.model
+    for _ in range(24):
+        m.step()
+        if m.store.db.execute("select count(*) from events where kind = 'reaction'").fetchone()[0]:
+            break
+    db = run.store.db
+    reaction = next(db.query("select * from events where kind = 'reaction' order by id"))
+    assert "going over to have a look" in reaction["text"]
+    steps_call = db.execute("select messages from llm_calls where purpose = 'steps' and agent_id = ? and tick = ?",
+                            [reaction["agent_id"], reaction["tick"]]).fetchone()
+    assert steps_call is not None, "the rest of the hour is planned again, at once"
+    prompt = json.loads(steps_call[0])[-1]["content"]
+    assert "decided: going over to have a look" in prompt
+    row = next(db.query("select * from schedules where level = 'steps' and agent_id = ? and tick = ?",
+                        [reaction["agent_id"], reaction["tick"]]))
+    minute = int(reaction["sim_time"][-2:])
+    assert sum(i["minutes"] for i in json.loads(row["items"])) == 60 - minute, "from now to the end of the hour"
+    started = db.execute("select count(*) from events where kind in ('action', 'move') and agent_id = ? and tick = ?",
+                         [reaction["agent_id"], reaction["tick"]]).fetchone()[0]
+    assert started >= 1, "the old action was dropped and the first new step started"
+
+
+# ---------------------------------------------------------------------- conversations
+
+
+@pytest.mark.parametrize(("end_after", "ender"), [(2, "listener"), (3, "initiator")])
+def test_either_side_can_end_a_conversation(make_run, end_after, ender):
+    import json
+
+    from scripted import ScriptedBackend
+
+    run = make_run(ScriptedBackend(end_after=end_after), ticks=24)
+    for _ in range(24):
+        run.model.step()
+    db = run.store.db
+    ended = list(db.query("select * from conversations where end_reason = 'goodbye'"))
+    assert ended
+    for conv in ended:
+        initiator, listener = json.loads(conv["participants"])
+        last = db.execute("select speaker_id from utterances where conversation_id = ? order by turn desc limit 1",
+                          [conv["id"]]).fetchone()[0]
+        assert conv["turns"] == end_after
+        assert last == (listener if ender == "listener" else initiator)
+        for agent_id in (initiator, listener):
+            recap = db.execute("select text from memories where kind = 'conversation' and agent_id = ? and tick = ?",
+                               [agent_id, conv["ended_tick"]]).fetchone()
+            assert recap and "party at Hobbs Cafe" in recap[0]

@@ -64,6 +64,26 @@ def test_agents_deciding_in_one_phase_share_one_batch(make_run, scripted):
     assert {r.agent_id for r in plan_batches[0]} == {a.agent_id for a in awake}
 
 
+def test_a_tick_sends_one_batch_per_step_not_per_agent(make_run, scripted):
+    run = make_run(scripted, ticks=1)
+    awake = [a for a in run.model.order if a.awake_at(run.model.now)]
+    run.model.step()
+    asked = sum(len(b) for b in scripted.batches)
+    assert asked >= 3 * len(awake), "importance, plan and steps for everyone awake"
+    # the chain is importance -> plan -> (react) -> (hours) -> steps -> (talk): batches follow the chain,
+    # not the number of agents
+    assert len(scripted.batches) <= 6
+    assert run.model.memory.stats.batches <= len(scripted.batches), "retrievals are batched the same way"
+
+
+def test_cognition_is_event_driven_few_calls_per_agent_per_game_hour(make_run):
+    """Everyone always wants to talk here, and still: well under the reference code's ~54."""
+    run = run_ticks(make_run(ScriptedBackend(), ticks=36))
+    calls = run.store.db.execute("select count(*) from llm_calls").fetchone()[0]
+    per_agent_hour = calls / len(run.model.people) / 6
+    assert per_agent_hour < 6
+
+
 def test_sleeping_and_walking_agents_make_no_calls(make_run, scripted):
     run = make_run(scripted, ticks=24)
     m = run.model
@@ -117,9 +137,9 @@ def test_no_conversation_when_nobody_wants_to_talk(make_run):
 
 
 def test_garbage_answers_are_retried_once_then_defaulted(make_run):
-    backend = ScriptedBackend(garbage={"action"})
+    backend = ScriptedBackend(garbage={"steps"})
     run = run_ticks(make_run(backend, ticks=6))
-    calls = rows(run, "select * from llm_calls where purpose = 'action' order by id")
+    calls = rows(run, "select * from llm_calls where purpose = 'steps' order by id")
     assert calls
     assert all(c["parse_ok"] == 0 for c in calls)
     assert {c["attempt"] for c in calls} == {0, 1}

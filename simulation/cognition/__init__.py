@@ -1,5 +1,7 @@
-"""How an agent thinks: perceive (no LLM), plan, react, converse, answer probes.
+"""How an agent thinks: perceive (no LLM), rate importance, plan (day, hours, steps), react,
+converse and recap, reflect, answer probes. See docs/cognition.md.
 
-Each LLM-backed step renders a prompt, asks the batching client for a schema-constrained
-answer and supplies a safe default, so a model that returns garbage slows nobody down.
+Each LLM-backed step retrieves what it needs from memory, renders a prompt, asks the
+batching client for a schema-constrained answer and supplies a safe default, so a model
+that returns garbage slows nobody down.
 """

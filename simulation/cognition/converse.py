@@ -1,4 +1,6 @@
-"""One utterance in an open conversation, conditioned on memories of the partner and the dialogue."""
+"""Conversations: each utterance is conditioned on the speaker's retrieved memories about the
+partner, its view of the partner and the dialogue so far; afterwards each side writes a recap
+(a summary memory, its new view of the other, a feeling from -5 to 5 and the importance)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import re
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
-from simulation.cognition.schemas import UtteranceAnswer
+from simulation.cognition.context import ask, context, situation
+from simulation.cognition.schemas import RecapAnswer, UtteranceAnswer
 
 if TYPE_CHECKING:
     from simulation.agent import PersonaAgent
@@ -48,21 +51,55 @@ def _check_utterance(answer: UtteranceAnswer, earlier: list[str]) -> str | None:
     return check_line(answer.say, earlier)
 
 
+def _dialogue(agent: PersonaAgent, conv: Conversation, lines: int | None = DIALOGUE_LINES) -> list[str]:
+    m = agent.model
+    names = {a: m.people[a].first_name for a in conv.participants}
+    chosen = conv.lines if lines is None else conv.lines[-lines:]
+    return [f'{names[s]}: "{t}"' for s, t in chosen]
+
+
 async def utter(agent: PersonaAgent, conv: Conversation) -> tuple[UtteranceAnswer, int | None]:
     """The next thing ``agent`` says (and the llm_calls id that produced it)."""
     m = agent.model
     other = m.people[conv.partner(agent.agent_id)]
-    names = {a: m.people[a].first_name for a in conv.participants}
-    dialogue = [f'{names[s]}: "{t}"' for s, t in conv.lines[-DIALOGUE_LINES:]]
     last = conv.lines[-1][1] if conv.lines else ""
-    ctx = agent.prompt_context(query=f"{other.persona.name} {last}")
+    ctx = await context(agent, f"{other.persona.name}. {last}", "utterance",
+                        exclude=conv.memory_ids.get(agent.agent_id, ()))
+    tie = m.social.tie(agent.agent_id, other.agent_id)
     msgs = prompts.messages(
         agent.system_prompt, "utterance.j2", **ctx, other_first=other.first_name,
-        relationship=agent.persona.relationships.get(other.agent_id, ""), dialogue=dialogue,
+        relationship=tie.view if tie else "", dialogue=_dialogue(agent, conv),
     )
     default = UtteranceAnswer(say=f"Sorry {other.first_name}, I have to go.", end_conversation=True)
     earlier = [t for _, t in conv.lines]
-    answer = await m.llm.ask(msgs, UtteranceAnswer, default=default, purpose="utterance",
-                             agent_id=agent.agent_id, tick=m.tick, max_tokens=80,
-                             check=lambda v: _check_utterance(v, earlier))
+    answer = await ask(agent, msgs, UtteranceAnswer, default=default, purpose="utterance", max_tokens=80,
+                       check=lambda v: _check_utterance(v, earlier))
     return answer.value, answer.call_id
+
+
+def gist(agent: PersonaAgent, conv: Conversation, limit: int = 200) -> str:
+    """The dialogue squeezed into one line (the recap's safe default)."""
+    text = " / ".join(line.replace('"', "") for line in _dialogue(agent, conv, None))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+async def recap(agent: PersonaAgent, conv: Conversation) -> None:
+    """After a conversation: store its summary, rate it (and its utterances), update the relationship."""
+    m = agent.model
+    other = m.people[conv.partner(agent.agent_id)]
+    tie = m.social.tie(agent.agent_id, other.agent_id)
+    feeling = round((tie.sentiment if tie else 0.0) * 5)
+    default = RecapAnswer(summary=gist(agent, conv), view=(tie.view if tie and tie.view else
+                          f"{agent.first_name} has talked with {other.first_name}."), feeling=feeling, importance=3)
+    msgs = prompts.messages(
+        agent.system_prompt, "recap.j2", **situation(agent), other_first=other.first_name,
+        other_name=other.persona.name, conv_place=m.town.name(conv.place), relationship=tie.view if tie else "",
+        dialogue=_dialogue(agent, conv, None), example=default.model_dump_json(),
+    )
+    answer = await ask(agent, msgs, RecapAnswer, default=default, purpose="recap", max_tokens=140)
+    value = answer.value
+    agent.remember("conversation", f"Talked with {other.persona.name} at {m.town.name(conv.place)}: "
+                          f"{value.summary.strip()}", importance=value.importance)
+    for memory_id in conv.memory_ids.get(agent.agent_id, []):
+        m.memory.rate(m.memory.nodes[memory_id], value.importance)
+    m.social.after_conversation(agent.agent_id, other.agent_id, value.feeling / 5, value.view)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from simulation.agent import SLEEPING, WALKING, Perception
+from simulation.agent import IDLE, SLEEPING, WAKING, WALKING, Perception
 
 if TYPE_CHECKING:
     from simulation.agent import PersonaAgent
@@ -12,10 +12,12 @@ if TYPE_CHECKING:
 
 NEWS_AFTER_MINUTES = 60
 """Seeing the same person again only counts as news after this many game minutes apart."""
+TRIVIAL = 1.0
+"""Importance of seeing someone idle: rated without asking the LLM."""
 
 
 def perceive(agent: PersonaAgent, here: list[PersonaAgent], events: list[ActivePlaceEvent], tick: int) -> Perception:
-    """Record new observations as memories; return the people worth reacting to."""
+    """Record new observations as memories; return the people and place events worth reacting to."""
     seen = Perception()
     if agent.status in (SLEEPING, WALKING):
         return seen
@@ -25,6 +27,7 @@ def perceive(agent: PersonaAgent, here: list[PersonaAgent], events: list[ActiveP
         if key not in agent.last_seen and budget > 0:
             agent.last_seen[key] = tick
             agent.remember("observation", f"At {agent.model.town.name(ev.place)}: {ev.text}")
+            seen.events.append(ev)
             budget -= 1
     for other in here:
         if budget <= 0:
@@ -35,7 +38,9 @@ def perceive(agent: PersonaAgent, here: list[PersonaAgent], events: list[ActiveP
         agent.last_seen[other.agent_id] = tick
         if last is not None and (tick - last) * agent.model.clock.tick_minutes < NEWS_AFTER_MINUTES:
             continue
-        agent.remember("observation", f"{other.persona.name} is {other.doing()} at {agent.model.town.name(agent.place)}")
+        idle = other.status in (IDLE, WAKING) and other.action is None
+        agent.remember("observation", f"{other.persona.name} is {other.doing()} at {agent.model.town.name(agent.place)}",
+                       importance=TRIVIAL if idle else None)
         seen.people.append(other.agent_id)
         budget -= 1
     return seen

@@ -1,15 +1,44 @@
-"""Daily plans (at waking) and the next concrete action (whenever the current one ends)."""
+"""Hierarchical plans: a daily plan on waking, hour blocks and 5-30 minute steps made lazily.
+
+1. **Day** (on waking): the day in broad strokes (3-6 items, each an hour, activity and
+   place) from the persona, relevant memories and, from the second day on, a one-line
+   summary of yesterday that the model writes first and the plan then follows from.
+2. **Hours** (when a plan item begins): an item spanning several hours is split into what
+   happens in each hour. One question per item, asked only when the item is reached.
+3. **Steps** (when the agent has nothing queued for the current hour): the rest of the hour
+   as 5-30 minute actions with a place and an importance. The agent works through them
+   without asking anything (``PersonaAgent.advance``). A reaction drops the queue and asks
+   again from the current time, starting with what the agent decided to do.
+
+Less than ``MIN_WINDOW`` minutes before the hour is over, the agent carries on with the
+hour's activity without asking. Every level has a safe default (the routine day, the item
+itself, the hour's activity) so a model that returns garbage still gives a day.
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from simulation.agent import Action
+from simulation.agent import Action, HourBlock
 from simulation.cognition import prompts
-from simulation.cognition.schemas import DailyPlan, NextAction, PlanItem, action_model, plan_model
+from simulation.cognition.context import ask, context, memory_line
+from simulation.cognition.schemas import DailyPlan, PlanItem, Step, hours_model, plan_model, steps_model
+from simulation.memory.stream import SEED, SUMMARY, UTTERANCE, MemoryNode
 
 if TYPE_CHECKING:
     from simulation.agent import PersonaAgent
+
+MIN_WINDOW = 20
+"""Minutes: with less of the hour left, carry on with the hour's activity instead of asking."""
+MAX_HOURS = 8
+"""Hour blocks asked for in one question; a longer item repeats its activity after that."""
+YESTERDAY_LINES = 8
+
+
+def bed_hour(agent: PersonaAgent) -> int:
+    routine = agent.persona.routine
+    return routine.sleep.hour + (24 if routine.sleep <= routine.wake else 0)  # night owls sleep after midnight
 
 
 def routine_plan(agent: PersonaAgent) -> list[PlanItem]:
@@ -17,9 +46,8 @@ def routine_plan(agent: PersonaAgent) -> list[PlanItem]:
     out among people in the late afternoon, dinner at home. It seeds the plan prompt's example
     and is the safe default when the model's plan is unusable."""
     m = agent.model
-    routine = agent.persona.routine
     now = m.now.hour
-    bed = routine.sleep.hour + (24 if routine.sleep <= routine.wake else 0)  # night owls sleep after midnight
+    bed = bed_hour(agent)
     day = [
         (now, "having breakfast", agent.home),
         (max(now + 1, 9), "working" if agent.workplace else "taking a walk",
@@ -30,40 +58,146 @@ def routine_plan(agent: PersonaAgent) -> list[PlanItem]:
     return [PlanItem(hour=h, activity=a, place=p) for h, a, p in day if h < bed and h <= 23]
 
 
+def yesterday_memories(agent: PersonaAgent) -> list[MemoryNode]:
+    """The most important memories of the agent's last day before today, in time order."""
+    today = agent.model.now.date()
+    earlier = [n for n in agent.memory.nodes
+               if n.created.date() < today and n.kind not in (SEED, UTTERANCE, SUMMARY)]
+    if not earlier:
+        return []
+    day = max(n.created.date() for n in earlier)
+    last = [n for n in earlier if n.created.date() == day]
+    top = sorted(last, key=lambda n: (-n.rated_importance, -n.id))[:YESTERDAY_LINES]
+    return sorted(top, key=lambda n: n.id)
+
+
 async def daily_plan(agent: PersonaAgent) -> list[PlanItem]:
     m = agent.model
-    model = plan_model(m.place_ids)
+    yesterday = yesterday_memories(agent)
+    model = plan_model(m.place_ids, bool(yesterday))
     skeleton = routine_plan(agent) or [PlanItem(hour=m.now.hour, activity="resting", place=agent.home)]
-    example = DailyPlan(plan=skeleton).model_dump_json()
-    ctx = agent.prompt_context(query=f"today plan {agent.persona.occupation}")
+    recap = yesterday[-1].text[:160] if yesterday else ""
+    default = model(plan=[i.model_dump() for i in skeleton], **({"yesterday": recap} if yesterday else {}))
+    ctx = await context(agent, f"{agent.persona.name}'s plans and goals for {m.now:%A}", "plan")
     msgs = prompts.messages(
-        agent.system_prompt, "plan.j2", **ctx,
-        day=m.now.strftime("%A %d %B"), bedtime=agent.persona.routine.sleep.strftime("%H:%M"),
-        example=example,
+        agent.system_prompt, "plan.j2", **ctx, day=m.now.strftime("%A %d %B"),
+        bedtime=agent.persona.routine.sleep.strftime("%H:%M"), yesterday=[memory_line(n) for n in yesterday],
+        example=default.model_dump_json(exclude=None if yesterday else {"yesterday"}),
     )
-    answer = await m.llm.ask(msgs, model, default=DailyPlan(plan=skeleton), purpose="plan",
-                             agent_id=agent.agent_id, tick=m.tick, max_tokens=220)
+    answer = await ask(agent, msgs, model, default=default, purpose="plan", max_tokens=256,
+                       check=lambda v: _check_plan(v, m.now.hour))
     items = sorted(answer.value.plan, key=lambda i: i.hour)
     agent.plan = items
     agent.plan_day = m.now.date()
+    agent.hours = {}
+    agent.steps, agent.steps_key = [], None
+    if yesterday and answer.ok:
+        agent.remember(SUMMARY, f"{agent.first_name}'s day on {yesterday[-1].created:%A}: {answer.value.yesterday}")
     text = "; ".join(f"{i.hour:02d}:00 {i.activity} at {m.town.name(i.place)}" for i in items)
     agent.remember("plan", f"Plan for {m.now:%A}: {text}")
     m.log_plan(agent, items, answer.ok)
     return items
 
 
-async def next_action(agent: PersonaAgent) -> Action:
+def _check_plan(plan: DailyPlan, hour: int) -> str | None:
+    """A day planned from now on: a plan that starts before the current hour is rejected (and retried)."""
+    early = [i.hour for i in plan.plan if i.hour < hour]
+    return f"the plan starts at {min(early):02d}:00, before now ({hour:02d}:00)" if early else None
+
+
+def _item_span(agent: PersonaAgent, hour: int) -> tuple[PlanItem, int] | None:
+    """The plan item in force at ``hour`` and the hour it ends (the next item, or bedtime)."""
+    index = None
+    for i, item in enumerate(agent.plan):  # sorted by hour
+        if item.hour <= hour:
+            index = i
+    if index is None:
+        return None
+    end = agent.plan[index + 1].hour if index + 1 < len(agent.plan) else bed_hour(agent)
+    return agent.plan[index], max(end, hour + 1)
+
+
+async def hour_block(agent: PersonaAgent) -> HourBlock:
+    """What the current hour is for, splitting the plan item in force into hours when first reached."""
     m = agent.model
-    step = agent.plan_for(m.now.hour)
-    fallback = NextAction(action=step.activity if step else "taking a short break",
-                          place=step.place if step else agent.place, minutes=30)
-    ctx = agent.prompt_context(query=step.activity if step else agent.persona.occupation)
+    hour = m.now.hour
+    if hour in agent.hours:
+        return agent.hours[hour]
+    span = _item_span(agent, hour)
+    if span is None:
+        agent.hours[hour] = HourBlock(hour, "taking it easy", agent.place)
+        return agent.hours[hour]
+    item, end = span
+    n = min(end - hour, MAX_HOURS)
+    if n <= 1:
+        agent.hours[hour] = HourBlock(hour, item.activity, item.place)
+        return agent.hours[hour]
+    model = hours_model(n)
+    default = model(hours=[item.activity] * n)
+    ctx = await context(agent, item.activity, "hours")
     msgs = prompts.messages(
-        agent.system_prompt, "action.j2", **ctx, plan=agent.plan,
-        example=fallback.model_dump_json(),
+        agent.system_prompt, "hours.j2", **ctx, plan=agent.plan, item=item, item_place=m.town.name(item.place),
+        start=hour, end=hour + n, example=default.model_dump_json(),
     )
-    answer = await m.llm.ask(msgs, action_model(m.place_ids), default=fallback, purpose="action",
-                             agent_id=agent.agent_id, tick=m.tick, max_tokens=64)
-    value = answer.value
-    text = value.action.strip().rstrip(".,;:!").strip() or fallback.action
-    return Action(text=text, place=value.place, minutes=value.minutes)
+    answer = await ask(agent, msgs, model, default=default, purpose="hours", max_tokens=24 + 20 * n)
+    for j, activity in enumerate(answer.value.hours):
+        agent.hours[hour + j] = HourBlock(hour + j, activity.strip() or item.activity, item.place)
+    m.log_schedule(agent, "hours", item.activity,
+                   [{"hour": hour + j, "activity": agent.hours[hour + j].activity, "place": item.place}
+                    for j in range(n)], answer.ok)
+    return agent.hours[hour]
+
+
+def fit_steps(steps: list[Step], window: int) -> list[Action]:
+    """Steps laid end to end over ``window`` minutes: later ones cut, the last one stretched or
+    trimmed so the queue ends with the hour."""
+    out: list[Action] = []
+    used = 0
+    for step in steps:
+        if used >= window:
+            break
+        text = step.action.strip().rstrip(".,;:!").strip()
+        minutes = min(step.minutes, window - used)
+        out.append(Action(text=text or "carrying on", place=step.place, minutes=minutes,
+                          importance=float(step.importance)))
+        used += minutes
+    if out and used < window:
+        out[-1].minutes += window - used
+    return out
+
+
+async def plan_steps(agent: PersonaAgent) -> list[Action]:
+    """Queue the rest of the current hour as 5-30 minute steps (see the module docstring)."""
+    m = agent.model
+    now = m.now
+    left = 60 - now.minute
+    block = await hour_block(agent)
+    reaction, agent.replan = agent.replan, None
+    if left < MIN_WINDOW and not reaction:
+        steps = [Action(block.activity, block.place, left)]
+        ok = True
+    else:
+        model = steps_model(m.place_ids)
+        first = min(30, left)
+        example = [{"action": reaction or block.activity, "place": block.place, "minutes": first, "importance": 3}]
+        if left > first:
+            example.append({"action": block.activity, "place": block.place, "minutes": min(30, left - first),
+                            "importance": 2})
+        default = model(steps=example)
+        ctx = await context(agent, reaction or block.activity, "steps")
+        msgs = prompts.messages(
+            agent.system_prompt, "steps.j2", **ctx, block=block, block_place=m.town.name(block.place),
+            until=(now + timedelta(minutes=left)).strftime("%H:%M"), minutes=left, reaction=reaction or "",
+            example=default.model_dump_json(),
+        )
+        answer = await ask(agent, msgs, model, default=default, purpose="steps", max_tokens=200)
+        ok = answer.ok
+        steps = (fit_steps(answer.value.steps, left) if ok
+                 else [Action(reaction or block.activity, block.place, left)])
+    agent.steps = steps
+    agent.steps_key = (now.date(), now.hour)
+    m.log_schedule(agent, "steps", block.activity,
+                   [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
+                    for s in steps], ok)
+    return steps
+

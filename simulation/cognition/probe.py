@@ -1,10 +1,11 @@
-"""End-of-run probe questions ("Do you know of a party?"), answered from the agent's memories."""
+"""End-of-run probe questions ("Do you know of a party?"), answered from the agent's retrieved memories."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
+from simulation.cognition.context import ask, context
 from simulation.cognition.schemas import ProbeAnswer
 
 if TYPE_CHECKING:
@@ -12,9 +13,8 @@ if TYPE_CHECKING:
 
 
 async def answer_probe(agent: PersonaAgent, question: str, index: int) -> tuple[str, bool, int | None]:
-    m = agent.model
-    ctx = agent.prompt_context(query=question)
+    ctx = await context(agent, question, "probe")
     msgs = prompts.messages(agent.system_prompt, "probe.j2", **ctx, question=question)
-    answer = await m.llm.ask(msgs, ProbeAnswer, default=ProbeAnswer(answer="(no usable answer)"),
-                             purpose=f"probe{index}", agent_id=agent.agent_id, tick=m.tick, max_tokens=96)
+    answer = await ask(agent, msgs, ProbeAnswer, default=ProbeAnswer(answer="(no usable answer)"),
+                       purpose=f"probe{index}", max_tokens=96)
     return answer.value.answer, answer.ok, answer.call_id

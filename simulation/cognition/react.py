@@ -1,33 +1,59 @@
-"""Reacting to someone met at a place: start a conversation, or carry on."""
+"""Reacting to what an agent notices (someone free to talk, a new event at its place).
+
+Three choices, as in Generative Agents: carry on with the plan, react (do something else
+now, which re-plans the rest of the hour from the current time), or start a conversation
+(the answer's detail is the opening line).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
+from simulation.cognition.context import ask, context
 from simulation.cognition.converse import check_line
-from simulation.cognition.schemas import ReactAnswer
+from simulation.cognition.schemas import react_model
 
 if TYPE_CHECKING:
-    from simulation.agent import PersonaAgent
+    from simulation.agent import Focus, PersonaAgent
+
+CONTINUE, REACT, TALK = "continue", "react", "talk"
+
+
+@dataclass
+class Reaction:
+    decision: str
+    detail: str
+    call_id: int | None
 
 
 def _salutation(hour: int) -> str:
     return "Good morning" if hour < 12 else "Good afternoon" if hour < 18 else "Good evening"
 
 
-async def react(agent: PersonaAgent, other: PersonaAgent) -> tuple[str | None, int | None]:
-    """The opening line if ``agent`` decides to talk to ``other`` (else None), and its llm_calls id."""
+async def react(agent: PersonaAgent, focus: Focus) -> Reaction:
     m = agent.model
-    ctx = agent.prompt_context(query=other.persona.name)
+    other, event = focus.other, focus.event
+    model = react_model(other is not None)
+    if other is not None:
+        example = model(decision=TALK, detail=f"{_salutation(m.now.hour)}, {other.first_name}!")
+        query = f"{other.persona.name} {other.doing()}"
+    else:
+        example = model(decision=CONTINUE, detail="")
+        query = event.text if event else ""
+    if event is not None:
+        query = f"{event.text} {query}".strip()
+    ctx = await context(agent, query, "react")
+    tie = m.social.tie(agent.agent_id, other.agent_id) if other else None
     msgs = prompts.messages(
-        agent.system_prompt, "react.j2", **ctx, other=other.persona, other_first=other.first_name,
-        other_doing=other.doing(), relationship=agent.persona.relationships.get(other.agent_id, ""),
-        example=ReactAnswer(talk=True, greeting=f"{_salutation(m.now.hour)}, {other.first_name}!").model_dump_json(),
+        agent.system_prompt, "react.j2", **ctx, event=event.text if event else "",
+        other=other.persona if other else None, other_first=other.first_name if other else "",
+        other_doing=other.doing() if other else "", relationship=tie.view if tie else "",
+        example=example.model_dump_json(),
     )
-    answer = await m.llm.ask(msgs, ReactAnswer, default=ReactAnswer(talk=False, greeting=""),
-                             purpose="react", agent_id=agent.agent_id, tick=m.tick, max_tokens=64,
-                             check=lambda v: check_line(v.greeting, []) if v.talk else None)
-    if not answer.value.talk:
-        return None, answer.call_id
-    return answer.value.greeting, answer.call_id  # a talking answer's greeting passed check_line
+    answer = await ask(agent, msgs, model, default=model(decision=CONTINUE, detail=""), purpose="react",
+                       max_tokens=64,
+                       check=lambda v: check_line(v.detail, []) if v.decision in (TALK, REACT) else None)
+    value = answer.value
+    return Reaction(value.decision, value.detail.strip(), answer.call_id)

@@ -32,10 +32,10 @@ class Answer(BaseModel):
 
 
 class ReactAnswer(Answer):
-    """On meeting someone: talk to them or carry on."""
+    """On noticing someone or something: carry on, change what you are doing, or start talking."""
 
-    talk: bool
-    greeting: Annotated[str, Field(max_length=120, description="what you say first, if you talk")]
+    decision: str
+    detail: Annotated[str, Field(max_length=120, description="the greeting, or what you do instead")]
 
 
 class UtteranceAnswer(Answer):
@@ -43,8 +43,21 @@ class UtteranceAnswer(Answer):
     end_conversation: bool
 
 
+class RecapAnswer(Answer):
+    """After a conversation: what it was about, and how one now sees the other."""
+
+    summary: _text(200)  # type: ignore[valid-type]
+    view: _text(160)  # type: ignore[valid-type]
+    feeling: _bounded(-5, 5)  # type: ignore[valid-type]
+    importance: _bounded(1, 10)  # type: ignore[valid-type]
+
+
 class ProbeAnswer(Answer):
     answer: _text(240)  # type: ignore[valid-type]
+
+
+class ImportanceAnswer(Answer):
+    ratings: list[int]
 
 
 class PlanItem(Answer):
@@ -54,31 +67,103 @@ class PlanItem(Answer):
 
 
 class DailyPlan(Answer):
+    yesterday: str = ""
     plan: list[PlanItem]
 
 
-class NextAction(Answer):
+class HourBlocks(Answer):
+    hours: list[str]
+
+
+class Step(Answer):
     action: str
     place: str
     minutes: int
+    importance: int
+
+
+class Steps(Answer):
+    steps: list[Step]
+
+
+class Questions(Answer):
+    questions: list[str]
+
+
+class Insight(Answer):
+    insight: str
+    evidence: list[int]
+
+
+class Insights(Answer):
+    insights: list[Insight]
+
+
+MAX_PLAN_ITEMS = 6
+MAX_STEPS = 6
+MAX_INSIGHTS = 5
 
 
 @lru_cache(maxsize=32)
-def plan_model(place_ids: tuple[str, ...]) -> type[DailyPlan]:
-    """A daily-plan answer model whose places must be these ids."""
+def react_model(can_talk: bool) -> type[ReactAnswer]:
+    choices = Literal["continue", "react", "talk"] if can_talk else Literal["continue", "react"]
+    return create_model("ReactAnswer", __base__=ReactAnswer, decision=(choices, ...))
+
+
+@lru_cache(maxsize=16)
+def importance_model(n: int) -> type[ImportanceAnswer]:
+    """Exactly ``n`` ratings from 1 to 10."""
+    return create_model("ImportanceAnswer", __base__=ImportanceAnswer,
+                        ratings=(list[_bounded(1, 10)], Field(min_length=n, max_length=n)))  # type: ignore[valid-type]
+
+
+@lru_cache(maxsize=32)
+def plan_model(place_ids: tuple[str, ...], with_yesterday: bool = False) -> type[DailyPlan]:
+    """A daily-plan answer model whose places must be these ids; with a one-line summary of
+    yesterday written first when there was a yesterday (the plan is then written after it)."""
     places = Literal[place_ids]  # type: ignore[valid-type]
     item = create_model(
         "PlanItem", __base__=PlanItem,
         hour=(_bounded(0, 23), ...), activity=(_text(60), ...), place=(places, ...),
     )
-    return create_model("DailyPlan", __base__=DailyPlan, plan=(list[item], Field(min_length=1, max_length=8)))  # type: ignore[valid-type]
+    fields: dict[str, Any] = {}
+    if with_yesterday:
+        fields["yesterday"] = (_text(160), ...)
+    fields["plan"] = (list[item], Field(min_length=1, max_length=MAX_PLAN_ITEMS))  # type: ignore[valid-type]
+    return create_model("DailyPlan", __base__=DailyPlan, **fields)
+
+
+@lru_cache(maxsize=16)
+def hours_model(n: int) -> type[HourBlocks]:
+    """What happens in each of ``n`` consecutive hours."""
+    return create_model("HourBlocks", __base__=HourBlocks,
+                        hours=(list[_text(60)], Field(min_length=n, max_length=n)))  # type: ignore[valid-type]
 
 
 @lru_cache(maxsize=32)
-def action_model(place_ids: tuple[str, ...]) -> type[NextAction]:
-    """A next-action answer model whose place must be one of these ids."""
+def steps_model(place_ids: tuple[str, ...]) -> type[Steps]:
+    """5-30 minute actions, each at one of these places, each with its importance."""
     places = Literal[place_ids]  # type: ignore[valid-type]
-    return create_model(
-        "NextAction", __base__=NextAction,
-        action=(_text(60), ...), place=(places, ...), minutes=(_bounded(10, 180), ...),
+    step = create_model(
+        "Step", __base__=Step, action=(_text(60), ...), place=(places, ...),
+        minutes=(_bounded(5, 30), ...), importance=(_bounded(1, 10), ...),
     )
+    return create_model("Steps", __base__=Steps, steps=(list[step], Field(min_length=1, max_length=MAX_STEPS)))  # type: ignore[valid-type]
+
+
+@lru_cache(maxsize=4)
+def questions_model(n: int = 3) -> type[Questions]:
+    return create_model("Questions", __base__=Questions,
+                        questions=(list[_text(120)], Field(min_length=n, max_length=n)))  # type: ignore[valid-type]
+
+
+@lru_cache(maxsize=32)
+def insights_model(n_statements: int) -> type[Insights]:
+    """Up to five insights, each citing statements by their number (1..n_statements)."""
+    numbers = Literal[tuple(range(1, n_statements + 1))]  # type: ignore[valid-type]
+    insight = create_model(
+        "Insight", __base__=Insight, insight=(_text(100), ...),
+        evidence=(list[numbers], Field(min_length=1, max_length=5)),  # type: ignore[valid-type]
+    )
+    return create_model("Insights", __base__=Insights,
+                        insights=(list[insight], Field(min_length=1, max_length=MAX_INSIGHTS)))  # type: ignore[valid-type]

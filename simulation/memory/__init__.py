@@ -1,5 +1,6 @@
-"""An agent's memory stream: everything it observed, heard, said, planned and was told."""
+"""Memory: every agent's stream of nodes, embeddings, one FAISS index for the town, scored retrieval."""
 
 from simulation.memory.stream import MemoryNode, MemoryStream
+from simulation.memory.town import TownMemory
 
-__all__ = ["MemoryNode", "MemoryStream"]
+__all__ = ["MemoryNode", "MemoryStream", "TownMemory"]

@@ -1,45 +1,64 @@
 """The memory stream of one agent: an append-only list of timestamped nodes.
 
-Retrieval here is recency plus word overlap with a query, which is enough for prompts to
-mention what an agent just saw and what it knows about the person in front of it.
+A node is what the agent observed, heard, said, planned, was told or concluded. Scoring
+and retrieval live in ``simulation.memory.town`` (one FAISS index for the whole town);
+this module holds the nodes and the cheap list queries that need no vectors.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-_WORD = re.compile(r"[a-z']+")
-_STOP = frozenset(
-    "a an and the of to in on at is are was were be for with you your it this that do does "
-    "did what who where when how i me my we our he she they them his her their or as by from".split()
+# node kinds
+SEED, OBSERVATION, THOUGHT, UTTERANCE, CONVERSATION, PLAN, REFLECTION, SUMMARY = (
+    "seed", "observation", "thought", "utterance", "conversation", "plan", "reflection", "summary",
 )
+KINDS = (SEED, OBSERVATION, THOUGHT, UTTERANCE, CONVERSATION, PLAN, REFLECTION, SUMMARY)
 
-def words(text: str) -> set[str]:
-    return {w.strip("'") for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+UNRATED_IMPORTANCE = 3.0
+"""What retrieval assumes for a node whose importance has not been rated yet."""
 
 
-@dataclass
+@dataclass(eq=False)
 class MemoryNode:
     id: int
+    agent_id: str
     kind: str
     text: str
     tick: int
-    time: datetime
-    words: set[str] = field(default_factory=set, repr=False)
+    created: datetime
+    last_accessed: datetime
+    importance: float | None = None
+    """1-10; None until the LLM has rated it (trivial events are created with 1)."""
+    evidence: tuple[int, ...] = ()
+    """For reflections: the ids of the nodes the insight rests on."""
+    depth: int = 0
+    """0 for what happened; a reflection is one deeper than its deepest evidence."""
+    row: int = -1
+    """Row in the town's vector index once embedded (-1 before)."""
 
-    def __post_init__(self) -> None:
-        if not self.words:
-            self.words = words(self.text)
+    @property
+    def time(self) -> datetime:
+        return self.created
+
+    @property
+    def rated_importance(self) -> float:
+        return UNRATED_IMPORTANCE if self.importance is None else self.importance
 
 
 @dataclass
 class MemoryStream:
     nodes: list[MemoryNode] = field(default_factory=list)
+    since_reflection: float = 0.0
+    """Summed importance of rated nodes (reflections excluded) since the last reflection."""
+    unrated: list[MemoryNode] = field(default_factory=list)
+    """Nodes waiting for an importance rating (utterances wait for their conversation's recap)."""
 
     def add(self, node: MemoryNode) -> MemoryNode:
         self.nodes.append(node)
+        if node.importance is None and node.kind != UTTERANCE:
+            self.unrated.append(node)
         return node
 
     def recent(self, n: int, kinds: tuple[str, ...] | None = None, exclude: tuple[str, ...] = ()) -> list[MemoryNode]:
@@ -51,15 +70,3 @@ class MemoryStream:
                 if len(out) == n:
                     break
         return out[::-1]
-
-    def relevant(self, query: str, n: int, skip: set[int] | None = None) -> list[MemoryNode]:
-        """Up to ``n`` nodes sharing words with ``query``; more shared words, then newer, first."""
-        q = words(query)
-        skip = skip or set()
-        scored = [
-            (len(q & node.words), i, node)
-            for i, node in enumerate(self.nodes)
-            if node.id not in skip and q & node.words
-        ]
-        scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
-        return sorted((node for _, _, node in scored[:n]), key=lambda node: node.id)

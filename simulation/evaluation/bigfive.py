@@ -1,0 +1,154 @@
+"""The bigfive suite: IPIP-50 self-ratings in character, compared with the persona's targets.
+
+Each item is its own two-message conversation (persona as system message, one statement as
+the question), so no answer can lean on an earlier one; the rating is constrained to 1-5 by
+the JSON schema. An item whose answer is unusable after the retry is missing, not guessed.
+The comparison helpers here (``compare``, ``aggregate_factors``) serve the interview suite too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from simulation.evaluation import ipip, prompts
+from simulation.evaluation.ipip import FACTORS
+from simulation.evaluation.session import Metric, Session
+from simulation.evaluation.stats import bootstrap, pearson
+from simulation.evaluation.targets import Target
+
+SUITE = "bigfive"
+
+
+class Rating(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    rating: Literal[1, 2, 3, 4, 5]
+
+
+_NO_RATING = Rating(rating=3)  # never scored: a failed item is recorded as missing
+
+
+@dataclass
+class FactorResult:
+    """Measured levels (0-1, None where nothing was measured) next to the targets."""
+
+    target: str
+    measured: dict[str, float | None]
+    targets: dict[str, float]
+    details: dict[str, dict] = field(default_factory=dict)
+
+
+def side(value: float) -> str:
+    """High/low split at the scale's midpoint (0.5, i.e. 3 on the 1-5 Likert scale)."""
+    return "high" if value >= 0.5 else "low"
+
+
+def compare(measured: dict[str, float | None], targets: dict[str, float]) -> dict[str, float | None]:
+    """Mean absolute error and the share of factors on the same side as the target."""
+    pairs = [(measured[f], targets[f]) for f in FACTORS if measured.get(f) is not None]
+    if not pairs:
+        return {"mae": None, "agreement": None}
+    return {
+        "mae": float(np.mean([abs(m - t) for m, t in pairs])),  # type: ignore[operator]
+        "agreement": float(np.mean([side(m) == side(t) for m, t in pairs])),  # type: ignore[arg-type]
+    }
+
+
+def target_metrics(suite: str, result: FactorResult, t: Target) -> list[Metric]:
+    out = []
+    for f in FACTORS:
+        m, goal = result.measured[f], result.targets[f]
+        out.append(Metric(suite, f, m, t.key, t.run_id, t.agent_id, {
+            "target": goal, "abs_error": None if m is None else abs(m - goal),
+            "agree": None if m is None else side(m) == side(goal), **result.details.get(f, {})}))
+    summary = compare(result.measured, result.targets)
+    out.append(Metric(suite, "mae", summary["mae"], t.key, t.run_id, t.agent_id,
+                      {"factors": sum(result.measured[f] is not None for f in FACTORS)}))
+    out.append(Metric(suite, "agreement", summary["agreement"], t.key, t.run_id, t.agent_id, {}))
+    return out
+
+
+def aggregate_factors(suite: str, results: list[FactorResult], session: Session, scope: str,
+                      run_id: str | None) -> list[Metric]:
+    """Across agents: MAE, per-factor agreement and correlation, each with a bootstrap CI."""
+    n_boot = session.options.bootstrap
+    out = []
+    per_agent = [compare(r.measured, r.targets)["mae"] for r in results]
+    maes = np.array([m for m in per_agent if m is not None])
+    est = bootstrap(maes, np.mean, seed=session.boot_seed(suite, scope, "mae"), n_boot=n_boot)
+    out.append(Metric(suite, "mae", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))
+    agree_all = []
+    for f in FACTORS:
+        pairs = np.array([(r.targets[f], r.measured[f]) for r in results if r.measured[f] is not None], dtype=float)
+        if len(pairs) == 0:
+            pairs = np.zeros((0, 2))
+        agree = (pairs[:, 0] >= 0.5) == (pairs[:, 1] >= 0.5) if len(pairs) else np.array([])
+        agree_all.extend(agree.tolist())
+        est = bootstrap(agree.astype(float), np.mean, seed=session.boot_seed(suite, scope, "agree", f), n_boot=n_boot)
+        out.append(Metric(suite, f"agreement_{f}", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))
+        est = bootstrap(pairs, lambda d: pearson(d[:, 0], d[:, 1]), seed=session.boot_seed(suite, scope, "r", f),
+                        n_boot=n_boot)
+        note = {} if est.value is not None else {"note": "needs 3 or more agents whose targets and scores vary"}
+        out.append(Metric(suite, f"correlation_{f}", est.value, None, run_id, None,
+                          {"scope": scope, **est.as_dict(), **note}))
+        errors = np.abs(pairs[:, 1] - pairs[:, 0]) if len(pairs) else np.array([])
+        est = bootstrap(errors, np.mean, seed=session.boot_seed(suite, scope, "mae", f), n_boot=n_boot)
+        out.append(Metric(suite, f"mae_{f}", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))
+    est = bootstrap(np.array(agree_all, dtype=float), np.mean, seed=session.boot_seed(suite, scope, "agree"),
+                    n_boot=n_boot)
+    out.append(Metric(suite, "agreement", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))
+    return out
+
+
+# --------------------------------------------------------------------------- asking
+
+
+def planned(session: Session, targets: list[Target]) -> int:
+    return len(ipip.select(session.options.items)) * len(targets)
+
+
+async def _one(session: Session, t: Target, ctx: dict, item: ipip.Item) -> tuple[int, int | None, int | None]:
+    msgs = prompts.agent_messages(ctx, "ipip_item.j2", statement=item.statement)
+    answer = await session.ask("agent", t.key, msgs, Rating, default=_NO_RATING, purpose=f"ipip{item.id}",
+                               max_tokens=16)
+    return item.id, answer.value.rating if answer.ok else None, answer.call_id
+
+
+async def evaluate(session: Session, t: Target) -> FactorResult:
+    asked = ipip.select(session.options.items)
+    ctx = prompts.persona_context(t.persona, t.memories)
+    got = await asyncio.gather(*(_one(session, t, ctx, item) for item in asked))
+    answers = {item_id: rating for item_id, rating, _ in got}
+    scores = ipip.score(answers, asked)
+    details = {
+        f: {"mean_1_5": s.mean, "answered": s.answered, "missing": s.missing,
+            "items": {str(it.id): answers[it.id] for it in asked if it.factor == f}}
+        for f, s in scores.items()
+    }
+    result = FactorResult(t.key, {f: s.scaled for f, s in scores.items()},
+                          {f: getattr(t.persona.big_five, f) for f in FACTORS}, details)
+    result.details["_calls"] = {"call_ids": [c for _, _, c in got]}
+    return result
+
+
+async def run(session: Session, targets: list[Target]) -> list[FactorResult]:
+    return list(await asyncio.gather(*(evaluate(session, t) for t in targets)))
+
+
+def metrics(session: Session, targets: list[Target], results: list[FactorResult]) -> list[Metric]:
+    out = []
+    for t, r in zip(targets, results):
+        out.extend(target_metrics(SUITE, r, t))
+        missing = sum(r.details[f]["missing"] for f in FACTORS)
+        out.append(Metric(SUITE, "missing_items", float(missing), t.key, t.run_id, t.agent_id,
+                          {"asked": len(ipip.select(session.options.items)), **r.details["_calls"]}))
+    return out
+
+
+def aggregate(session: Session, results: list[FactorResult], scope: str, run_id: str | None) -> list[Metric]:
+    return aggregate_factors(SUITE, results, session, scope, run_id)

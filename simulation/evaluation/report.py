@@ -1,0 +1,224 @@
+"""Writing an evaluation down: eval.db, results.json/.csv, report.md, plots, and run.db rows.
+
+``evaluations`` has the same columns wherever it is written (a run's run.db for run agents,
+so the viewer shows them next to the run; eval.db in the output folder for every agent):
+id, run_id, agent_id, suite, metric, value, details (JSON), created_at. Aggregates over
+agents have agent_id NULL. eval.db also holds every LLM call the evaluation made.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from simulation.errors import InputError, Problem, RunError
+from simulation.evaluation import plots
+from simulation.evaluation.engine import EvalResult
+from simulation.evaluation.ipip import FACTORS
+from simulation.evaluation.personagym import TASKS
+from simulation.evaluation.session import Metric
+
+EVALUATION_COLUMNS: dict[str, type] = {
+    "id": int, "run_id": str, "agent_id": str, "suite": str, "metric": str, "value": float, "details": str,
+    "created_at": str,
+}
+CALL_COLUMNS: dict[str, type] = {
+    "id": int, "eval_id": str, "role": str, "target": str, "purpose": str, "backend": str, "model": str,
+    "attempt": int, "seed": int, "temperature": float, "max_tokens": int, "messages": str, "json_schema": str,
+    "completion": str, "finish_reason": str, "parse_ok": int, "parse_error": str, "fallback": int, "cache_hit": int,
+    "prompt_tokens": int, "completion_tokens": int, "latency_s": float,
+}
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf become null (JSON has no NaN), tuples become lists."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def ensure_evaluations_table(db: sqlite_utils.Database) -> None:
+    """Create ``evaluations`` if missing (readers may open the file while a run writes it: WAL)."""
+    if "evaluations" not in db.table_names():
+        db["evaluations"].create(EVALUATION_COLUMNS, pk="id")
+        db["evaluations"].create_index(["run_id", "agent_id", "suite"])
+
+
+def evaluation_rows(result: EvalResult, metrics: list[Metric], eval_dir: Path) -> list[dict[str, Any]]:
+    return [{
+        "run_id": m.run_id, "agent_id": m.agent_id, "suite": m.suite, "metric": m.metric,
+        "value": _clean(m.value),
+        "details": json.dumps(_clean({"eval_id": result.eval_id, "eval_dir": str(eval_dir), "target": m.target,
+                                      "agent_model": result.agent["model"], "judge_model": result.judge["model"],
+                                      **m.details}), ensure_ascii=False),
+        "created_at": result.created_at,
+    } for m in metrics]
+
+
+def _write_eval_db(path: Path, result: EvalResult, out: Path) -> None:
+    db = sqlite_utils.Database(path)
+    try:
+        with db.conn:
+            db["evals"].insert({
+                "eval_id": result.eval_id, "created_at": result.created_at, "wall_s": result.wall_s,
+                "agent_backend": result.agent["backend"], "agent_model": result.agent["model"],
+                "judge_backend": result.judge["backend"], "judge_model": result.judge["model"],
+                "options": json.dumps(_clean(vars(result.options))),
+                "targets": json.dumps([{"key": t.key, "source": t.source, "run_id": t.run_id} for t in result.targets]),
+            }, pk="eval_id")
+            ensure_evaluations_table(db)
+            db["evaluations"].insert_all(evaluation_rows(result, result.metrics, out))
+            if "llm_calls" not in db.table_names():
+                db["llm_calls"].create(CALL_COLUMNS, pk="id")
+            db["llm_calls"].insert_all({"eval_id": result.eval_id, **c} for c in result.calls)
+    finally:
+        db.close()
+
+
+def write_run_evaluations(result: EvalResult, out: Path) -> dict[str, int]:
+    """Each run agent's rows (and its run's aggregates) into that run's run.db; rows written per run.db."""
+    by_db: dict[Path, list[Metric]] = {}
+    for t in result.targets:
+        if t.run_db is not None:
+            by_db.setdefault(t.run_db, [])
+    written = {}
+    for db_path, rows in by_db.items():
+        run_ids = {t.run_id for t in result.targets if t.run_db == db_path}
+        rows.extend(m for m in result.metrics if m.run_id in run_ids)
+        db = sqlite_utils.Database(db_path)
+        try:
+            with db.conn:
+                ensure_evaluations_table(db)
+                db["evaluations"].insert_all(evaluation_rows(result, rows, out))
+        except Exception as exc:  # sqlite3.OperationalError: read-only file, locked, disk full
+            raise RunError(f"cannot write evaluations into {db_path}: {exc} (the report in {out} is complete)") from None
+        finally:
+            db.close()
+        written[str(db_path)] = len(rows)
+    return written
+
+
+def _fmt(v: Any, digits: int = 2) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _ci(m: Metric | None, digits: int = 2) -> str:
+    if m is None or m.value is None:
+        return "–"
+    lo, hi = m.details.get("ci_low"), m.details.get("ci_high")
+    return f"{m.value:.{digits}f}" + (f" [{lo:.{digits}f}, {hi:.{digits}f}]" if lo is not None else "")
+
+
+class Lookup:
+    """Metrics by (suite, metric, target); aggregates are target None, scope 'all'."""
+
+    def __init__(self, metrics: list[Metric]):
+        self._by = {}
+        for m in metrics:
+            if m.target is None and m.details.get("scope") != "all":
+                continue
+            self._by[(m.suite, m.metric, m.target)] = m
+
+    def get(self, suite: str, metric: str, target: str | None = None) -> Metric | None:
+        return self._by.get((suite, metric, target))
+
+    def value(self, suite: str, metric: str, target: str | None = None) -> float | None:
+        m = self.get(suite, metric, target)
+        return None if m is None else m.value
+
+
+def markdown(result: EvalResult, images: dict[str, str]) -> str:
+    look = Lookup(result.metrics)
+    names = {t.key: t.persona.name for t in result.targets}
+    o = result.options
+    lines = [f"# Evaluation {result.eval_id}", "",
+             f"- agents: {len(result.targets)} ({', '.join(names[t.key] for t in result.targets)})",
+             f"- agent model: {result.agent['backend']} / {result.agent['model']} (temperature {o.temperature})",
+             f"- judge model: {result.judge['backend']} / {result.judge['model']} (temperature {o.judge_temperature})",
+             f"- suites: {', '.join(result.suites)}; seed {o.seed}; bootstrap {o.bootstrap} resamples, 95% intervals",
+             f"- wall time {result.wall_s:.0f} s, {len(result.calls)} LLM calls", ""]
+    for suite, why in result.skipped.items():
+        lines += [f"- **{suite}** skipped: {why}", ""]
+    cost = result.cost()
+    if cost:
+        lines += ["| suite | agents | calls per agent | LLM seconds per agent | tokens |", "|---|---|---|---|---|"]
+        for suite, c in cost.items():
+            lines.append(f"| {suite} | {c.get('agents', 0):.0f} | {c['calls_per_agent']:.1f} | "
+                         f"{c['llm_s_per_agent']:.1f} | {c['prompt_tokens'] + c['completion_tokens']:.0f} |")
+        lines.append("")
+    for suite in ("bigfive", "interview"):
+        if suite not in result.suites:
+            continue
+        title = "Big Five (IPIP-50 self-report)" if suite == "bigfive" else "Big Five (InCharacter-style interview)"
+        lines += [f"## {title}", "", "Measured / target, 0-1.", "",
+                  "| agent | " + " | ".join(f[:1].upper() for f in FACTORS) + " | MAE | agreement |",
+                  "|---" * (len(FACTORS) + 3) + "|"]
+        for key in result.suites[suite]:
+            cells = [f"{_fmt(look.value(suite, f, key))} / {_fmt((look.get(suite, f, key) or Metric('', '', None)).details.get('target'))}"
+                     for f in FACTORS]
+            lines.append(f"| {names[key]} | " + " | ".join(cells) + f" | {_fmt(look.value(suite, 'mae', key))} | "
+                         f"{_fmt(look.value(suite, 'agreement', key))} |")
+        lines += ["", f"Across agents: MAE {_ci(look.get(suite, 'mae'))}; high/low agreement "
+                  f"{_ci(look.get(suite, 'agreement'))}.", "",
+                  "| factor | agreement | correlation (target, measured) | MAE |", "|---|---|---|---|"]
+        for f in FACTORS:
+            lines.append(f"| {f} | {_ci(look.get(suite, f'agreement_{f}'))} | "
+                         f"{_ci(look.get(suite, f'correlation_{f}'))} | {_ci(look.get(suite, f'mae_{f}'))} |")
+        lines += ["", images.get(suite, ""), ""]
+    if "personagym" in result.suites:
+        lines += ["## PersonaGym", "", "Task means on 1-5; PersonaScore = mean of the task means.", "",
+                  "| agent | " + " | ".join(t.replace("_", " ") for t in TASKS) + " | PersonaScore | dropped |",
+                  "|---" * (len(TASKS) + 3) + "|"]
+        for key in result.suites["personagym"]:
+            lines.append(f"| {names[key]} | " + " | ".join(_fmt(look.value("personagym", f"task_{t}", key)) for t in TASKS)
+                         + f" | {_fmt(look.value('personagym', 'persona_score', key))} | "
+                         f"{_fmt(look.value('personagym', 'dropped_judgements', key), 0)} |")
+        lines += ["", f"Across agents: PersonaScore {_ci(look.get('personagym', 'persona_score'))}; "
+                  f"unparsable judgements dropped: {_fmt(look.value('personagym', 'dropped_judgements'), 0)}.", "",
+                  images.get("personagym", ""), ""]
+    if "consistency" in result.suites:
+        lines += ["## Consistency with the persona in the run", "", "Judge's score per logged item, 0-9.", "",
+                  "| agent | mean | judged | dropped |", "|---|---|---|---|"]
+        for key in result.suites["consistency"]:
+            m = look.get("consistency", "mean", key)
+            lines.append(f"| {names[key]} | {_fmt(m.value if m else None)} | {m.details.get('judged', 0) if m else 0} | "
+                         f"{_fmt(look.value('consistency', 'dropped_judgements', key), 0)} |")
+        lines += ["", f"Across agents: {_ci(look.get('consistency', 'mean'))}.", "", images.get("consistency", ""), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write(result: EvalResult, out: Path) -> dict[str, Any]:
+    """Everything into ``out`` (created; must not already hold an evaluation), then run.db rows."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(Problem(str(out), f"cannot create the output folder: {exc.strerror or exc}")) from None
+    if (out / "eval.db").exists():
+        raise InputError(Problem(str(out), "already holds an evaluation (eval.db); choose another --out"))
+    _write_eval_db(out / "eval.db", result, out)
+    rows = [{**m.row(), "details": json.dumps(_clean(m.details), ensure_ascii=False)} for m in result.metrics]
+    with open(out / "results.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["target", "run_id", "agent_id", "suite", "metric", "value", "details"])
+        writer.writeheader()
+        writer.writerows({**r, "value": _clean(r["value"])} for r in rows)
+    images = plots.write_all(result, out)
+    summary = {
+        "eval_id": result.eval_id, "created_at": result.created_at, "wall_s": result.wall_s,
+        "agent": result.agent, "judge": result.judge, "options": vars(result.options),
+        "targets": [{"key": t.key, "name": t.persona.name, "source": t.source, "run_id": t.run_id} for t in result.targets],
+        "suites": result.suites, "skipped": result.skipped, "cost": result.cost(), "llm_calls": len(result.calls),
+        "plots": images["files"], "metrics": [m.row() for m in result.metrics],
+    }
+    (out / "results.json").write_text(json.dumps(_clean(summary), indent=2, ensure_ascii=False) + "\n", "utf-8")
+    (out / "report.md").write_text(markdown(result, images["markdown"]), "utf-8")
+    summary["run_db_rows"] = write_run_evaluations(result, out)
+    return summary

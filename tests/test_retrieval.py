@@ -1,0 +1,181 @@
+"""Retrieval: scoring against hand-computed examples, recency the right way round, per-agent
+filtering, one embedding call and one FAISS call per phase, last-access updates, the log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from simulation.memory import TownMemory
+from simulation.memory.scoring import Weights, minmax, score
+from simulation.scenario import MemorySettings, RetrievalWeights
+
+START = datetime(2023, 2, 13, 7, 0)
+
+
+def test_score_matches_a_hand_computed_example():
+    # three memories last accessed 0, 10 and 100 game hours ago
+    hours = np.array([[0.0, 10.0, 100.0]])
+    importance = np.array([[1.0, 10.0, 4.0]])
+    relevance = np.array([[0.2, 0.5, 0.8]])
+    valid = np.ones((1, 3), bool)
+    s = score(relevance, importance, hours, np.array([[1, 2, 3]]), valid, Weights(), decay=0.995)
+    # recency 0.995**h = 1, 0.951110, 0.605770 -> min-max 1, 0.875980, 0
+    assert s.recency[0] == pytest.approx([1.0, 0.875980, 0.0], abs=1e-5)
+    assert s.importance[0] == pytest.approx([0.0, 1.0, 1 / 3])
+    assert s.relevance[0] == pytest.approx([0.0, 0.5, 1.0])
+    assert s.score[0] == pytest.approx([1.0, 2.375980, 4 / 3], abs=1e-5)
+    assert s.order[0].tolist() == [1, 2, 0]
+    # weights scale each normalised component
+    w = score(relevance, importance, hours, np.array([[1, 2, 3]]), valid, Weights(0.5, 2.0, 3.0))
+    assert w.score[0] == pytest.approx([0.5, 0.5 * 0.875980 + 2 + 1.5, 2 / 3 + 3], abs=1e-5)
+
+
+def test_recency_favours_the_recently_accessed_not_the_oldest():
+    """The reference code ranked the oldest memories freshest; here fresh beats stale."""
+    hours = np.array([[200.0, 1.0, 50.0]])  # hours since last access
+    flat = np.zeros((1, 3))
+    s = score(flat, flat, hours, np.array([[10, 11, 12]]), np.ones((1, 3), bool), Weights(1, 0, 0))
+    assert s.order[0].tolist() == [1, 2, 0]
+    assert s.recency[0, 1] == 1.0 and s.recency[0, 0] == 0.0
+
+
+def test_minmax_handles_padding_and_flat_rows():
+    values = np.array([[3.0, 3.0, 99.0], [1.0, 5.0, 3.0], [7.0, 0.0, 0.0]])
+    valid = np.array([[True, True, False], [True, True, True], [True, False, False]])
+    out = minmax(values, valid)
+    assert out[0].tolist() == [0.5, 0.5, 0.0], "equal values score 0.5; padding scores 0"
+    assert out[1].tolist() == [0.0, 1.0, 0.5]
+    assert out[2].tolist() == [0.5, 0.0, 0.0]
+
+
+def test_ties_go_to_the_lower_id():
+    flat = np.zeros((1, 4))
+    s = score(flat, flat, flat, np.array([[40, 7, 19, 8]]), np.ones((1, 4), bool))
+    assert s.order[0].tolist() == [1, 3, 2, 0]
+
+
+def _memory(embedder, **settings) -> TownMemory:
+    return TownMemory(MemorySettings(**settings), epoch=START, embedder=embedder)
+
+
+def test_recency_ordering_through_the_index(embedder):
+    mem = _memory(embedder, retrieval_weights=RetrievalWeights(recency=1, importance=1, relevance=1))
+    for hour in (0, 5, 10):  # the same text, importance and relevance; only the time differs
+        mem.set_time(0, START + timedelta(hours=hour))
+        mem.add("ann", "observation", "Ann waters the roses in the garden", importance=4)
+    mem.set_time(0, START + timedelta(hours=12))
+    got = mem.search("ann", "roses", k=3)
+    assert [n.created.hour for n in got] == [17, 12, 7], "newest first: recency decays with hours since access"
+    assert all(n.last_accessed == START + timedelta(hours=12) for n in got), "retrieval touches what it returns"
+
+
+def test_retrieval_updates_last_access_and_that_changes_recency(embedder):
+    mem = _memory(embedder, top_k=1, retrieval_weights=RetrievalWeights(recency=1, importance=0, relevance=0))
+    old = mem.add("ann", "observation", "Ann bakes bread", importance=2)
+    mem.set_time(1, START + timedelta(hours=1))
+    new = mem.add("ann", "observation", "Ann reads a novel", importance=2)
+    mem.set_time(2, START + timedelta(hours=2))
+    assert mem.search("ann", "anything") == [new]
+    # touch the old one (as a retrieval would), later: now it is the freshest
+    mem.set_time(3, START + timedelta(hours=3))
+    mem.touch([old])
+    mem.set_time(4, START + timedelta(hours=4))
+    assert mem.search("ann", "anything") == [old]
+    assert mem.index.accessed[old.row] == pytest.approx(4.0), "the FAISS-side column follows the node"
+
+
+def test_relevance_importance_and_per_agent_filtering(embedder):
+    mem = _memory(embedder, top_k=2)
+    a1 = mem.add("ann", "observation", "The Valentine's Day party is at Hobbs Cafe on Tuesday", importance=5)
+    mem.add("ann", "observation", "Ann fixed the leaking tap in the kitchen", importance=5)
+    b1 = mem.add("bob", "observation", "Bob heard about a Valentine's party", importance=5)
+    mem.add("bob", "observation", "Bob mowed the lawn", importance=9)
+    got_a = mem.search("ann", "Is there a party?", k=1)
+    got_b = mem.search("bob", "Is there a party?", k=2)
+    assert got_a == [a1]
+    assert {n.agent_id for n in got_b} == {"bob"}, "an agent only ever retrieves its own memories"
+    assert b1 in got_b
+
+
+def test_a_phase_of_queries_is_one_embedding_call_and_one_faiss_call(embedder):
+    mem = _memory(embedder, top_k=3)
+    agents = [f"agent{i}" for i in range(6)]
+    for i, agent in enumerate(agents):
+        for j in range(5):
+            mem.add(agent, "observation", f"{agent} memory {j} about topic {i * 5 + j}", importance=1 + j)
+    mem.flush_rows()
+    encodes, searches = embedder.encode_calls, mem.index.search_calls
+    for agent in agents:  # new memories, not embedded yet: they join the phase's single embedding call
+        mem.add(agent, "thought", f"{agent} wonders about the party tonight")
+
+    async def phase():
+        return await asyncio.gather(*(mem.retrieve(a, f"what does {a} think about the party {i}?", "test")
+                                      for i, a in enumerate(agents)))
+
+    results = asyncio.run(phase())
+    assert mem.index.search_calls == searches + 1
+    assert embedder.encode_calls == encodes + 1
+    assert mem.stats.batches == 1 and mem.stats.queries == len(agents)
+    for agent, got in zip(agents, results):
+        assert len(got) == 3 and all(n.agent_id == agent for n in got)
+        assert got[0].kind == "thought", "the new memory about the party is the most relevant and newest"
+
+
+def test_excluded_ids_are_not_candidates(embedder):
+    mem = _memory(embedder)
+    nodes = [mem.add("ann", "observation", f"note {i}", importance=3) for i in range(4)]
+
+    async def one():
+        return await mem.retrieve("ann", "note", "test", exclude={nodes[0].id, nodes[2].id})
+
+    assert {n.id for n in asyncio.run(one())} == {nodes[1].id, nodes[3].id}
+
+
+def test_retrievals_are_logged_with_their_scores(make_run, scripted):
+    from conftest import step_run
+
+    run = step_run(make_run(scripted, ticks=3))
+    rows = list(run.store.db.query("select * from retrievals order by id"))
+    assert rows
+    assert set(rows[0]) == {"id", "run_id", "tick", "sim_time", "agent_id", "purpose", "query", "results"}
+    purposes = {r["purpose"] for r in rows}
+    assert {"plan", "steps"} <= purposes
+    memories = {r["id"]: r for r in run.store.db.query("select id, agent_id, last_accessed from memories")}
+    for row in rows:
+        results = json.loads(row["results"])
+        assert results and len(results) <= run.model.scenario.memory.top_k
+        for r in results:
+            assert set(r) == {"memory_id", "score", "recency", "importance", "relevance"}
+            assert memories[r["memory_id"]]["agent_id"] == row["agent_id"]
+            assert r["score"] == pytest.approx(r["recency"] + r["importance"] + r["relevance"], abs=2e-4)
+            assert memories[r["memory_id"]]["last_accessed"] >= row["sim_time"], "run.db has the last access"
+        assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+
+
+def test_a_question_waits_for_the_phases_retrievals_so_the_phase_is_one_llm_batch(make_run, scripted):
+    """One agent asks straight away, the others retrieve first: the LLM still sees one batch."""
+    from simulation.cognition import prompts
+    from simulation.cognition.context import ask, context, situation
+    from simulation.cognition.schemas import ProbeAnswer
+
+    run = make_run(scripted, ticks=1)
+    m = run.model
+    first, *others = m.order[:4]
+
+    async def question(agent, retrieve: bool):
+        ctx = await context(agent, "the party", "probe") if retrieve else situation(agent)
+        msgs = prompts.messages(agent.system_prompt, "probe.j2", **ctx, question="Any news?")
+        return await ask(agent, msgs, ProbeAnswer, default=ProbeAnswer(answer="-"), purpose="probe0", max_tokens=20)
+
+    async def phase():
+        return await asyncio.gather(question(first, False), *(question(a, True) for a in others))
+
+    answers = m.loop.run_until_complete(phase())
+    assert all(a.ok for a in answers)
+    assert len(scripted.batches) == 1 and len(scripted.batches[0]) == 4
+    assert m.memory.stats.batches == 1 and m.memory.stats.queries == 3

@@ -1,0 +1,372 @@
+"""The viewer's pages (Streamlit AppTest) against real runs of the flagship on the scripted
+backend, its read-only access to run.db, its one write (whispers), and `agora ui`."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import urllib.request
+
+import pytest
+from typer.testing import CliRunner
+from ui_support import app, array, build_run, figures, open_page, text_of
+from ui_support import finished_run_fixture, newer_run_fixture, older_run_fixture  # noqa: F401  (registers them)
+
+from ui import queries as q
+from ui.db import RunDB, RunUnreadable
+
+
+def rows(run_dir, sql, params=()):
+    con = sqlite3.connect(run_dir / "run.db")
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute(sql, params)]
+    finally:
+        con.close()
+
+
+# ---------------------------------------------------------------------- Town
+
+def test_town_shows_everyone_at_the_latest_tick(monkeypatch, finished_run):
+    at = open_page(app(monkeypatch, finished_run), "town")
+    shown = text_of(at)
+    assert "Tick 11 " in shown and "Mon 13 Feb 08:50" in shown
+    states = rows(finished_run, "select s.*, a.name from agent_states s join agents a using (agent_id) where tick = 11")
+    table = at.dataframe[0].value
+    assert sorted(table["person"]) == sorted(s["name"] for s in states)
+    assert dict(zip(table["person"], table["action"], strict=True)) == {s["name"]: s["action"] for s in states}
+    town = figures(at)[0]
+    places = next(t for t in town["data"] if t.get("name") == "places")
+    assert "<b>Hobbs Cafe</b>" in places["text"]
+    labels = [label for t in town["data"] if t.get("name") in ("acting", "idle", "walking", "talking", "sleeping")
+              for label in t["text"]]
+    assert len(labels) == 8 and any(label.startswith("Isabella · ") for label in labels)
+    assert not at.toggle(key="town_live").value, "a finished run opens in replay mode"
+
+
+def test_town_slider_replays_a_moment_with_its_conversation_link(monkeypatch, finished_run):
+    talking = rows(finished_run, "select tick, conversation_id from utterances order by id limit 1")
+    assert talking, "the scripted run has conversations"
+    tick = talking[0]["tick"]
+    at = open_page(app(monkeypatch, finished_run), "town")
+    at.slider(key="town_tick").set_value(tick).run()
+    shown = text_of(at)
+    assert f"Tick {tick} " in shown
+    town = figures(at)[0]
+    link = f"conversation {talking[0]['conversation_id']}"
+    assert any(t.get("name") == link for t in town["data"]), "partners in a conversation are linked"
+    assert any(s.get("type") == "path" for s in town["layout"].get("shapes", []))
+    said = rows(finished_run, "select text from utterances where tick = ?", (tick,))
+    assert said and said[0]["text"].split(":")[0] in shown
+
+
+def test_town_follows_a_run_being_written(monkeypatch, tmp_path, flagship):
+    run = build_run(flagship, tmp_path / "runs", ticks=6, finish=False)
+    run.model.step()
+    at = open_page(app(monkeypatch, run.run_dir), "town")
+    assert at.toggle(key="town_live").value, "a running run opens live"
+    assert "Tick 0 " in text_of(at)
+    run.model.step()
+    run.model.step()
+    at.run()
+    assert "Tick 2 " in text_of(at) and "3 of 6 ticks done" in text_of(at)
+
+
+# ---------------------------------------------------------------------- People
+
+def test_people_shows_persona_plan_doing_and_searchable_memories(monkeypatch, finished_run):
+    at = app(monkeypatch, finished_run)
+    at.query_params["agent"] = "isabella_rodriguez"
+    open_page(at, "people")
+    shown = text_of(at)
+    assert "Isabella Rodriguez" in [s.value for s in at.subheader]
+    assert "owner of Hobbs Cafe" in shown and "Plan for 2023-02-13" in shown
+    state = rows(finished_run, "select action from agent_states where agent_id = 'isabella_rodriguez' and tick = 11")[0]
+    assert state["action"] in shown
+    memories = at.dataframe[0].value
+    count = rows(finished_run, "select count(*) n from memories where agent_id = 'isabella_rodriguez'")[0]["n"]
+    assert len(memories) == count
+
+    at.text_input(key="people_search").input("party").run()
+    found = at.dataframe[0].value
+    assert 0 < len(found) < count and all("party" in t.lower() for t in found["text"])
+
+
+def test_people_leaves_out_sections_the_run_has_no_tables_for(monkeypatch, older_run):
+    at = open_page(app(monkeypatch, older_run), "people")
+    assert [t.label for t in at.tabs] == ["Memory stream"]
+    assert "importance" in at.dataframe[0].value.columns and "depth" not in at.dataframe[0].value.columns
+
+
+def test_people_shows_retrieval_reflections_and_relationships_when_recorded(monkeypatch, newer_run):
+    at = app(monkeypatch, newer_run)
+    at.query_params["agent"] = "isabella_rodriguez"
+    open_page(at, "people")
+    assert [t.label for t in at.tabs] == ["Memory stream", "Last retrieval", "Reflections", "Relationships"]
+    shown = text_of(at)
+    assert "who should hear about the party" in shown
+    assert "Isabella reflects that a party could bring the town together" in shown
+    evidence = json.loads(rows(newer_run, "select evidence from memories where kind = 'reflection'")[0]["evidence"])
+    links = {e.value.split(" ")[0] for e in at.get("page_link")}
+    assert {f"#{i}" for i in evidence} <= links, "each cited memory is linked"
+    assert "Walter likes the party idea" in shown and "Walter seems busy" not in shown, "the latest view by then"
+    scores = figures(at)[-2]
+    assert {t["name"] for t in scores["data"]} >= {"recency", "importance", "relevance", "score"}
+
+    at.slider(key="people_tick").set_value(5).run()
+    shown = text_of(at)
+    assert "Walter seems busy" in shown and "Walter likes the party idea" not in shown
+
+    at.query_params["memory"] = str(evidence[0])  # following an evidence link
+    at.run()
+    assert list(at.dataframe[0].value["id"]) == [evidence[0]]
+
+
+# ---------------------------------------------------------------------- Conversations
+
+def test_conversations_shows_transcripts_and_filters(monkeypatch, finished_run):
+    convs = rows(finished_run, "select * from conversations order by id")
+    first = rows(finished_run, "select * from utterances where conversation_id = ? order by turn",
+                 (convs[0]["id"],))
+    at = open_page(app(monkeypatch, finished_run), "conversations")
+    shown = text_of(at)
+    assert f"{len(convs)} conversation(s) match" in shown
+    assert first[-1]["text"] in shown
+    speakers = {json.loads(c["participants"])[0] for c in convs}
+
+    nobody = next(a["agent_id"] for a in rows(finished_run, "select agent_id from agents")
+                  if not any(a["agent_id"] in json.loads(c["participants"]) for c in convs))
+    at.multiselect(key="conv_people").set_value([nobody]).run()
+    assert "0 conversation(s) match" in text_of(at)
+
+    at.multiselect(key="conv_people").set_value([sorted(speakers)[0]]).run()
+    expected = [c for c in convs if sorted(speakers)[0] in json.loads(c["participants"])]
+    assert f"{len(expected)} conversation(s) match" in text_of(at)
+
+    at.multiselect(key="conv_people").set_value([]).run()
+    at.multiselect(key="conv_places").set_value([convs[0]["place"]]).run()
+    assert f"{sum(c['place'] == convs[0]['place'] for c in convs)} conversation(s) match" in text_of(at)
+
+    at.select_slider(key="conv_time").set_value((0, max(0, convs[0]["started_tick"] - 1))).run()
+    assert "0 conversation(s) match" in text_of(at)
+
+
+# ---------------------------------------------------------------------- Metrics
+
+def test_metrics_shows_llm_cost_awareness_graph_and_probes(monkeypatch, older_run):
+    finished_run = older_run  # the foundation's layout: the graph falls back to who talked with whom
+    at = open_page(app(monkeypatch, finished_run), "metrics")
+    metric = {m.label: m.value for m in at.metric}
+    calls = rows(finished_run, "select count(*) n, sum(prompt_tokens + completion_tokens) t from llm_calls")[0]
+    assert metric["LLM calls"] == f"{calls['n']:,}" and metric["tokens"] == f"{calls['t']:,}"
+    assert metric["parse failures"] == "0" and metric["cache hits"] == "0"
+    shown = text_of(at)
+
+    from simulation.report import summarize  # the CLI summary: the viewer must agree with it
+
+    summary = summarize(finished_run / "run.db")
+    for topic, aware in summary.awareness.items():
+        assert f"{topic}**: {len(aware)}/8 aware" in shown
+    titles = [f["layout"].get("title", {}).get("text", "") for f in figures(at)]
+    assert any("density" in t for t in titles) and any("talked with whom" in t for t in titles)
+    assert "I heard there is a party at Hobbs Cafe." in shown
+    assert "Rewards" not in [s.value for s in at.subheader], "no rewards section without a rewards table"
+
+
+def test_metrics_shows_relationship_density_rewards_and_evaluations(monkeypatch, newer_run):
+    at = open_page(app(monkeypatch, newer_run), "metrics")
+    subheaders = [s.value for s in at.subheader]
+    assert {"Relationships", "Rewards", "Evaluation scores"} <= set(subheaders)
+    by_title = {f["layout"].get("title", {}).get("text", ""): f for f in figures(at)}
+    density = next(f for t, f in by_title.items() if t.startswith("Graph density"))
+    assert array(density["data"][0]["y"])[-1] == pytest.approx(3 / 56), "3 directed pairs among 8 people"
+    rewards = by_title["Reward per agent over time (mean per tick)"]
+    assert {t["name"] for t in rewards["data"]} == {"Isabella Rodriguez", "Walter Hughes"}
+    evaluation = by_title["Evaluation: fidelity"]
+    assert sorted(array(evaluation["data"][0]["y"])) == [0.625, 0.875], "the latest score per agent and metric"
+
+
+# ---------------------------------------------------------------------- Runs
+
+def test_runs_lists_runs_side_by_side_and_names_a_broken_one(monkeypatch, finished_run, newer_run, tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "broken").mkdir()
+    (runs / "broken" / "run.db").write_bytes(b"this is not sqlite" * 100)
+    at = open_page(app(monkeypatch, finished_run, newer_run, runs_dir=runs), "runs")
+    table = at.dataframe[0].value
+    assert list(table["run"]) == [finished_run.name, newer_run.name, "broken"]
+    ours = table.iloc[0]
+    calls = rows(finished_run, "select count(*) n from llm_calls")[0]["n"]
+    assert ours["LLM calls"] == calls and ours["ticks"] == "12/12" and ours["seed"] == 7
+    assert ours["outcomes"].startswith("party: ")
+    assert "not a readable SQLite database" in table.iloc[2]["problem"]
+
+
+# ---------------------------------------------------------------------- unreadable runs
+
+def _missing(run_dir):
+    run_dir.mkdir()
+
+
+def _empty(run_dir):
+    run_dir.mkdir()
+    (run_dir / "run.db").write_bytes(b"")
+
+
+def _corrupt(run_dir):
+    run_dir.mkdir()
+    (run_dir / "run.db").write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
+
+
+def _old(run_dir, source):
+    run_dir.mkdir()
+    (run_dir / "run.db").write_bytes((source / "run.db").read_bytes())
+    con = sqlite3.connect(run_dir / "run.db")
+    with con:
+        con.execute("update runs set schema_version = 1")
+    con.close()
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (_missing, "No run.db in"),
+    (_empty, "is empty"),
+    (_corrupt, "not a readable SQLite database"),
+    (_old, "schema version 1, an older layout"),
+])
+@pytest.mark.parametrize("page", ["town", "people", "metrics"])
+def test_unreadable_run_gives_a_message_not_a_crash(monkeypatch, tmp_path, finished_run, make, message, page):
+    run_dir = tmp_path / "bad"
+    make(run_dir, finished_run) if make is _old else make(run_dir)
+    at = open_page(app(monkeypatch, run_dir, runs_dir=tmp_path / "none"), page)
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_no_runs_yet_says_how_to_start_one(monkeypatch, tmp_path):
+    (tmp_path / "runs").mkdir()
+    at = open_page(app(monkeypatch, runs_dir=tmp_path / "runs"), "town")
+    assert any("agora run SCENARIO" in i.value for i in at.info)
+
+
+def test_run_db_is_opened_read_only(finished_run):
+    with RunDB(finished_run) as db:
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            db.con.execute("delete from agents")
+        assert q.latest_tick(db) == 11
+
+
+def test_a_damaged_file_with_a_valid_header_is_a_message(tmp_path, finished_run):
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    data = (finished_run / "run.db").read_bytes()
+    (run_dir / "run.db").write_bytes(data[:100] + b"\x00" * (len(data) - 100))
+    with pytest.raises(RunUnreadable, match="not a readable SQLite database"):
+        RunDB(run_dir)
+
+
+# ---------------------------------------------------------------------- Whisper
+
+def test_whisper_lands_in_the_inbox_and_the_model_delivers_it(monkeypatch, tmp_path, flagship):
+    run = build_run(flagship, tmp_path / "runs", ticks=6, finish=False)
+    run.model.step()
+    at = open_page(app(monkeypatch, run.run_dir), "whisper")
+    assert not at.form_submit_button[0].disabled
+    at.selectbox(key="whisper_to").select("walter_hughes")
+    at.text_area(key="whisper_text").input("I should ask Isabella about the cider market.")
+    at.form_submit_button[0].click().run()
+    assert not at.exception
+    assert any("Whisper #1 to Walter Hughes is in the inbox" in s.value for s in at.success)
+    inbox = rows(run.run_dir, "select * from inbox")
+    assert len(inbox) == 1 and inbox[0]["agent_id"] == "walter_hughes" and inbox[0]["delivered_tick"] is None
+    assert inbox[0]["run_id"] == run.run_id and inbox[0]["sender"] == "viewer"
+    assert "pending" in at.dataframe[0].value["status"].tolist()
+
+    run.model.step()  # tick 1 starts by delivering it
+    delivered = rows(run.run_dir, "select * from inbox")[0]
+    assert delivered["delivered_tick"] == 1
+    thought = rows(run.run_dir, "select * from memories where agent_id = 'walter_hughes' and kind = 'thought'")
+    assert [m["text"] for m in thought] == ["I should ask Isabella about the cider market."]
+    event = rows(run.run_dir, "select * from events where kind = 'whisper' and agent_id = 'walter_hughes'")
+    assert json.loads(event[0]["data"]) == {"inbox_id": 1}
+
+    at.run()
+    assert at.dataframe[0].value["status"].tolist() == ["delivered at tick 1 (Mon 07:10)"]
+    at.text_area(key="whisper_text").input("   ")
+    at.form_submit_button[0].click().run()
+    assert any("Write something" in e.value for e in at.error)
+    assert len(rows(run.run_dir, "select * from inbox")) == 1
+
+
+def test_whisper_is_disabled_for_a_finished_run(monkeypatch, finished_run):
+    at = open_page(app(monkeypatch, finished_run), "whisper")
+    assert at.form_submit_button[0].disabled
+    assert any("finished" in i.value for i in at.info)
+
+
+# ---------------------------------------------------------------------- agora ui
+
+def invoke(*args):
+    from simulation.cli import app as cli
+
+    return CliRunner().invoke(cli, ["ui", *map(str, args)])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["{tmp}/nope"], "no such run directory"),
+    (["{tmp}"], "not a run directory (it has no run.db)"),
+    (["--runs-dir", "{tmp}/nowhere"], "no runs folder here"),
+])
+def test_ui_bad_input_is_one_message_and_exit_2(tmp_path, args, message):
+    result = invoke(*[a.format(tmp=tmp_path) for a in args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_ui_refuses_a_port_in_use(finished_run):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        result = invoke(finished_run, "--port", busy.getsockname()[1])
+    assert result.exit_code == 2 and "cannot listen on 127.0.0.1" in result.output
+
+
+def test_streamlit_is_local_headless_and_quiet():
+    from simulation.cli_ui import APP, streamlit_command
+
+    cmd = streamlit_command(APP, "127.0.0.1", 8600)
+    flags = dict(zip(cmd[5::2], cmd[6::2], strict=True))
+    assert cmd[2:5] == ["streamlit", "run", str(APP)] and APP.is_file()
+    assert flags["--server.address"] == "127.0.0.1" and flags["--server.headless"] == "true"
+    assert flags["--browser.gatherUsageStats"] == "false" and flags["--server.port"] == "8600"
+
+
+def test_agora_ui_serves_the_app_on_loopback(finished_run):
+    from ui.screenshots import viewer
+
+    with viewer([str(finished_run)]) as url:
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url, timeout=10) as page:
+            assert b"<div id=\"root\">" in page.read()
+
+
+# ---------------------------------------------------------------------- helpers
+
+def test_runs_folder_lists_named_runs_first_then_newest_first(tmp_path):
+    from ui.catalog import Settings, discover
+
+    runs = tmp_path / "runs"
+    for name in ("b-20260101-090000-aaaa", "a-20260102-090000-bbbb", "empty-20260103-090000-cccc", "named"):
+        (runs / name).mkdir(parents=True)
+        if not name.startswith("empty"):
+            (runs / name / "run.db").write_bytes(b"")
+    found = discover(Settings(runs, (runs / "named",)))
+    assert [(e.key, e.named) for e in found] == [
+        ("named", True), ("a-20260102-090000-bbbb", False), ("b-20260101-090000-aaaa", False)]
+
+
+def test_model_text_is_shown_literally_in_markdown():
+    from ui.common import md
+
+    assert md("see [this](http://x.example) *now* $5 <b>") == "see \\[this\\](http://x.example) \\*now\\* \\$5 \\<b\\>"
+    assert md("# not a heading") == "\\# not a heading" and md("1. not a list") == "1\\. not a list"

@@ -1,0 +1,417 @@
+"""What the pages show, as SQL over one run.db: plain functions of a ``RunDB``, no Streamlit.
+
+Kept apart from the pages so tests can check the numbers without a browser, and so the
+definitions the viewer shares with the CLI summary (awareness of a topic) are written
+down once, in SQL over the recorded rows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from ui.db import RunDB
+
+
+def _loads(text: str | None, default: Any) -> Any:
+    if not text:
+        return default
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return default
+
+
+# ---------------------------------------------------------------------- the cast and the town
+
+def agents(db: RunDB) -> list[dict[str, Any]]:
+    """People of the run, in id order, with the persona JSON parsed."""
+    rows = db.rows("select * from agents where run_id = ? order by agent_id", (db.run_id,))
+    for r in rows:
+        r["persona"] = _loads(r.get("persona"), {})
+    return rows
+
+
+def names(db: RunDB) -> dict[str, str]:
+    return {r["agent_id"]: r["name"] for r in db.rows(
+        "select agent_id, name from agents where run_id = ? order by agent_id", (db.run_id,))}
+
+
+def places(db: RunDB) -> pd.DataFrame:
+    return db.frame("select place_id, name, kind, description, objects, x, y from places where run_id = ? "
+                    "order by place_id", (db.run_id,))
+
+
+def place_names(db: RunDB) -> dict[str, str]:
+    return {r["place_id"]: r["name"] for r in db.rows("select place_id, name from places where run_id = ?",
+                                                       (db.run_id,))}
+
+
+def paths(db: RunDB) -> pd.DataFrame:
+    if not db.has("paths"):
+        return pd.DataFrame(columns=["a", "b", "minutes"])
+    return db.frame("select a, b, minutes from paths where run_id = ?", (db.run_id,))
+
+
+def latest_tick(db: RunDB) -> int | None:
+    """The last committed tick (ticks and agent states are written in one transaction)."""
+    return db.one("select max(tick) from ticks where run_id = ?", (db.run_id,))
+
+
+def time_of(db: RunDB, tick: int) -> str | None:
+    return db.one("select sim_time from ticks where run_id = ? and tick = ?", (db.run_id, tick))
+
+
+def ticks(db: RunDB) -> pd.DataFrame:
+    return db.frame("select * from ticks where run_id = ? order by tick", (db.run_id,))
+
+
+# ---------------------------------------------------------------------- one moment
+
+def states_at(db: RunDB, tick: int) -> pd.DataFrame:
+    """Where everyone is and what they do at ``tick``, with display names."""
+    return db.frame(
+        "select s.agent_id, a.name, s.place, p.name as place_name, s.status, s.action, s.destination, "
+        "s.conversation_id from agent_states s join agents a on a.run_id = s.run_id and a.agent_id = s.agent_id "
+        "left join places p on p.run_id = s.run_id and p.place_id = s.place "
+        "where s.run_id = ? and s.tick = ? order by s.agent_id", (db.run_id, tick))
+
+
+def events_at(db: RunDB, tick: int) -> pd.DataFrame:
+    return db.frame("select id, agent_id, place, kind, text from events where run_id = ? and tick = ? "
+                    "and kind not in ('utterance') order by id", (db.run_id, tick))
+
+
+def utterances_at(db: RunDB, tick: int) -> pd.DataFrame:
+    return db.frame("select conversation_id, speaker_id, listener_id, text from utterances "
+                    "where run_id = ? and tick = ? order by id", (db.run_id, tick))
+
+
+# ---------------------------------------------------------------------- conversations
+
+def conversations(
+    db: RunDB,
+    agent_ids: list[str] | None = None,
+    place_ids: list[str] | None = None,
+    tick_range: tuple[int, int] | None = None,
+    text: str = "",
+) -> pd.DataFrame:
+    """Conversations, newest first, that involve any of ``agent_ids``, happen at any of
+    ``place_ids``, overlap ``tick_range`` and contain ``text`` (each filter optional)."""
+    sql = ("select id, place, participants, started_tick, started_at, ended_tick, ended_at, turns, end_reason "
+           "from conversations where run_id = ?")
+    params: list[Any] = [db.run_id]
+    if place_ids:
+        sql += f" and place in ({', '.join('?' * len(place_ids))})"
+        params += place_ids
+    if tick_range is not None:
+        sql += " and started_tick <= ? and (ended_tick is null or ended_tick >= ?)"
+        params += [tick_range[1], tick_range[0]]
+    if text.strip():
+        sql += " and id in (select conversation_id from utterances where run_id = ? and lower(text) like ?)"
+        params += [db.run_id, f"%{text.strip().lower()}%"]
+    frame = db.frame(sql + " order by started_tick desc, id desc", params)
+    frame["participants"] = [_loads(p, []) for p in frame["participants"]]
+    if agent_ids:
+        wanted = set(agent_ids)
+        frame = frame[[bool(wanted & set(p)) for p in frame["participants"]]]
+    return frame.reset_index(drop=True)
+
+
+def utterances_of(db: RunDB, conversation_ids: list[int]) -> pd.DataFrame:
+    if not conversation_ids:
+        return pd.DataFrame(columns=["conversation_id", "tick", "sim_time", "turn", "speaker_id", "listener_id",
+                                     "text"])
+    marks = ", ".join("?" * len(conversation_ids))
+    return db.frame(f"select conversation_id, tick, sim_time, turn, speaker_id, listener_id, text from utterances "
+                    f"where run_id = ? and conversation_id in ({marks}) order by conversation_id, turn, id",
+                    [db.run_id, *conversation_ids])
+
+
+# ---------------------------------------------------------------------- one person
+
+def state_of(db: RunDB, agent_id: str, tick: int) -> dict[str, Any] | None:
+    rows = db.rows("select s.*, p.name as place_name from agent_states s left join places p "
+                   "on p.run_id = s.run_id and p.place_id = s.place "
+                   "where s.run_id = ? and s.agent_id = ? and s.tick <= ? order by s.tick desc limit 1",
+                   (db.run_id, agent_id, tick))
+    return rows[0] if rows else None
+
+
+def plan_at(db: RunDB, agent_id: str, tick: int) -> dict[str, Any] | None:
+    """The daily plan in force at ``tick`` (the latest made by then), items parsed."""
+    if not db.has("plans"):
+        return None
+    rows = db.rows("select * from plans where run_id = ? and agent_id = ? and tick <= ? order by tick desc, id desc "
+                   "limit 1", (db.run_id, agent_id, tick))
+    if not rows:
+        return None
+    plan = rows[0]
+    plan["items"] = _loads(plan.get("items"), [])
+    return plan
+
+
+def schedule_at(db: RunDB, agent_id: str, tick: int) -> list[dict[str, Any]]:
+    """The latest decomposition of each level ("hours", "steps") made by ``tick``, items parsed."""
+    if not db.has("schedules"):
+        return []
+    rows = db.rows("select * from (select *, row_number() over (partition by level order by tick desc, id desc) as rn "
+                   "from schedules where run_id = ? and agent_id = ? and tick <= ?) where rn = 1 order by level",
+                   (db.run_id, agent_id, tick))
+    for r in rows:
+        r["items"] = [i for i in _loads(r.get("items"), []) if isinstance(i, dict)]
+    return rows
+
+
+def memories(db: RunDB, agent_id: str, tick: int, search: str = "", kinds: list[str] | None = None) -> pd.DataFrame:
+    """The memory stream up to ``tick``, newest first. Every word of ``search`` must occur;
+    ``#12`` finds memory 12."""
+    extra = [c for c in ("last_accessed", "depth", "evidence") if db.has("memories", c)]
+    cols = ", ".join(["id", "tick", "sim_time", "kind", "importance", *extra, "text"])
+    sql = f"select {cols} from memories where run_id = ? and agent_id = ? and tick <= ?"
+    params: list[Any] = [db.run_id, agent_id, tick]
+    if kinds:
+        sql += f" and kind in ({', '.join('?' * len(kinds))})"
+        params += kinds
+    for word in search.split():
+        if word.startswith("#") and word[1:].isdigit():
+            sql += " and id = ?"
+            params.append(int(word[1:]))
+        else:
+            sql += " and lower(text) like ?"
+            params.append(f"%{word.lower()}%")
+    return db.frame(sql + " order by id desc", params)
+
+
+def memory_kinds(db: RunDB, agent_id: str) -> list[str]:
+    return [r["kind"] for r in db.rows("select distinct kind from memories where run_id = ? and agent_id = ? "
+                                       "order by kind", (db.run_id, agent_id))]
+
+
+def memories_by_id(db: RunDB, ids: list[int]) -> dict[int, dict[str, Any]]:
+    if not ids:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    return {r["id"]: r for r in db.rows(f"select id, tick, sim_time, agent_id, kind, importance, text from memories "
+                                        f"where run_id = ? and id in ({marks})", [db.run_id, *ids])}
+
+
+def reflections(db: RunDB, agent_id: str, tick: int) -> list[dict[str, Any]]:
+    """Reflections up to ``tick``, newest first, each with the memories it cites."""
+    depth = ", depth" if db.has("memories", "depth") else ""
+    rows = db.rows(f"select id, tick, sim_time, importance, text, evidence{depth} from memories where run_id = ? "
+                   "and agent_id = ? and kind = 'reflection' and tick <= ? order by id desc",
+                   (db.run_id, agent_id, tick))
+    cited = memories_by_id(db, sorted({int(i) for r in rows for i in _loads(r["evidence"], [])
+                                        if isinstance(i, int) or str(i).isdigit()}))
+    for r in rows:
+        r["evidence"] = [cited[int(i)] for i in _loads(r["evidence"], []) if str(i).isdigit() and int(i) in cited]
+    return rows
+
+
+def retrievals(db: RunDB, agent_id: str, tick: int, limit: int = 20) -> list[dict[str, Any]]:
+    """The agent's latest retrievals up to ``tick``, newest first; each result carries its memory."""
+    if not db.has("retrievals"):
+        return []
+    rows = db.rows("select * from retrievals where run_id = ? and agent_id = ? and tick <= ? "
+                   "order by tick desc, id desc limit ?", (db.run_id, agent_id, tick, limit))
+    for r in rows:
+        r["results"] = [x for x in _loads(r.get("results"), []) if isinstance(x, dict)]
+    cited = memories_by_id(db, sorted({int(x["memory_id"]) for r in rows for x in r["results"]
+                                        if str(x.get("memory_id", "")).isdigit()}))
+    for r in rows:
+        for x in r["results"]:
+            memory = cited.get(int(x["memory_id"])) if str(x.get("memory_id", "")).isdigit() else None
+            x["text"] = memory["text"] if memory else "(memory not found)"
+            x["kind"] = memory["kind"] if memory else ""
+    return rows
+
+
+def relationships_at(db: RunDB, tick: int, agent_id: str | None = None) -> pd.DataFrame:
+    """Each directed pair's latest relationship row with tick <= ``tick``."""
+    if not db.has("relationships"):
+        return pd.DataFrame(columns=["agent_id", "other_id", "tick", "sim_time", "conversations", "sentiment", "view"])
+    sql = ("select agent_id, other_id, tick, sim_time, conversations, sentiment, view from ("
+           "select *, row_number() over (partition by agent_id, other_id order by tick desc, rowid desc) as rn "
+           "from relationships where run_id = ? and tick <= ?) where rn = 1")
+    params: list[Any] = [db.run_id, tick]
+    if agent_id is not None:
+        sql += " and agent_id = ?"
+        params.append(agent_id)
+    return db.frame(sql + " order by agent_id, other_id", params)
+
+
+# ---------------------------------------------------------------------- the LLM
+
+def llm_per_tick(db: RunDB) -> pd.DataFrame:
+    """The ticks table plus each tick's mean call latency (from llm_calls)."""
+    frame = ticks(db)
+    latency = db.frame("select tick, avg(latency_s) as mean_latency_s, max(latency_s) as max_latency_s "
+                       "from llm_calls where run_id = ? group by tick", (db.run_id,))
+    frame = frame.merge(latency, on="tick", how="left")
+    if "cache_hits" not in frame:
+        frame["cache_hits"] = 0
+    return frame
+
+
+def llm_by_purpose(db: RunDB) -> pd.DataFrame:
+    return db.frame(
+        "select case when purpose like 'probe%' then 'probe' else purpose end as purpose, count(*) as calls, "
+        "sum(prompt_tokens) as prompt_tokens, sum(completion_tokens) as completion_tokens, "
+        "sum(1 - parse_ok) as parse_failures, avg(latency_s) as mean_latency_s "
+        "from llm_calls where run_id = ? group by 1 order by calls desc", (db.run_id,))
+
+
+def llm_totals(db: RunDB) -> dict[str, Any]:
+    """Totals over every call of the run (probes included)."""
+    row = db.rows(
+        "select count(*) as calls, coalesce(sum(prompt_tokens), 0) as prompt_tokens, "
+        "coalesce(sum(completion_tokens), 0) as completion_tokens, coalesce(sum(1 - parse_ok), 0) as parse_failures, "
+        "coalesce(sum(fallback), 0) as fallbacks, coalesce(sum(cache_hit), 0) as cache_hits, "
+        "avg(latency_s) as mean_latency_s from llm_calls where run_id = ?", (db.run_id,))[0]
+    row["tokens"] = row["prompt_tokens"] + row["completion_tokens"]
+    return row
+
+
+# ---------------------------------------------------------------------- outcomes
+
+def topics(scenario_yaml: str | None) -> dict[str, list[str]]:
+    """topic id -> keywords, from the scenario file as run (``topics:``)."""
+    try:
+        data = yaml.safe_load(scenario_yaml or "") or {}
+        return {str(t["id"]): [str(k) for k in t["keywords"]] for t in data.get("topics") or []}
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def awareness(db: RunDB) -> pd.DataFrame:
+    """Who became aware of each topic, and when: the first memory formed during the run (not a
+    seed memory) that mentions one of the topic's keywords, case-insensitively. The same
+    definition as the CLI's run summary."""
+    who = names(db)
+    out = []
+    for topic, keywords in topics(db.run.get("scenario_yaml")).items():
+        if not keywords:
+            continue
+        clause = " or ".join("lower(text) like ?" for _ in keywords)
+        for r in db.rows(f"select agent_id, min(tick) as tick, min(sim_time) as sim_time from memories "
+                         f"where run_id = ? and kind != 'seed' and ({clause}) group by agent_id",
+                         [db.run_id, *[f"%{k.lower()}%" for k in keywords]]):
+            if r["agent_id"] in who:
+                out.append({"topic": topic, "agent_id": r["agent_id"], "name": who[r["agent_id"]],
+                            "tick": r["tick"], "sim_time": r["sim_time"]})
+    frame = pd.DataFrame(out, columns=["topic", "agent_id", "name", "tick", "sim_time"])
+    return frame.sort_values(["topic", "tick", "agent_id"]).reset_index(drop=True)
+
+
+def graph_source(db: RunDB) -> str:
+    """``relationships`` when the run records them, else ``conversations`` (who has talked)."""
+    return "relationships" if db.has("relationships") else "conversations"
+
+
+def graph_edges(db: RunDB, tick: int) -> pd.DataFrame:
+    """Directed edges known at ``tick``: agent_id -> other_id with weight (conversations),
+    sentiment and view (None for a graph built from conversations)."""
+    if graph_source(db) == "relationships":
+        frame = relationships_at(db, tick)
+        frame = frame.rename(columns={"conversations": "weight"})
+        return frame[["agent_id", "other_id", "weight", "sentiment", "view"]]
+    counts: dict[tuple[str, str], int] = {}
+    for r in db.rows("select participants from conversations where run_id = ? and started_tick <= ?",
+                     (db.run_id, tick)):
+        pair = _loads(r["participants"], [])
+        if len(pair) == 2:
+            for a, b in (pair, pair[::-1]):
+                counts[(a, b)] = counts.get((a, b), 0) + 1
+    return pd.DataFrame([{"agent_id": a, "other_id": b, "weight": n, "sentiment": None, "view": None}
+                         for (a, b), n in sorted(counts.items())],
+                        columns=["agent_id", "other_id", "weight", "sentiment", "view"])
+
+
+def density(db: RunDB) -> pd.DataFrame:
+    """Per tick: directed edges known by then and the density edges / (n * (n - 1))."""
+    n = len(names(db))
+    if graph_source(db) == "relationships":
+        first = db.rows("select min(tick) as tick from relationships where run_id = ? group by agent_id, other_id",
+                        (db.run_id,))
+        born = [r["tick"] for r in first]
+    else:
+        seen: dict[tuple[str, str], int] = {}
+        for r in db.rows("select participants, started_tick from conversations where run_id = ? order by started_tick",
+                         (db.run_id,)):
+            pair = _loads(r["participants"], [])
+            if len(pair) == 2:
+                for key in (tuple(pair), tuple(pair[::-1])):
+                    seen.setdefault(key, r["started_tick"])  # type: ignore[arg-type]
+        born = list(seen.values())
+    frame = db.frame("select tick, sim_time from ticks where run_id = ? order by tick", (db.run_id,))
+    frame["edges"] = [sum(1 for b in born if b <= t) for t in frame["tick"]]
+    frame["density"] = frame["edges"] / (n * (n - 1)) if n > 1 else 0.0
+    return frame
+
+
+def probes(db: RunDB) -> pd.DataFrame:
+    if not db.has("probes"):
+        return pd.DataFrame(columns=["question", "name", "answer", "ok"])
+    return db.frame("select p.question, a.name, p.answer, p.ok from probes p left join agents a "
+                    "on a.run_id = p.run_id and a.agent_id = p.agent_id where p.run_id = ? "
+                    "order by p.question, a.name", (db.run_id,))
+
+
+def rewards(db: RunDB) -> pd.DataFrame | None:
+    """Mean reward per agent per tick, or None when the run has no rewards table."""
+    if not db.has("rewards"):
+        return None
+    return db.frame("select r.agent_id, a.name, r.tick, avg(r.reward) as reward, count(*) as labelled "
+                    "from rewards r left join agents a on a.run_id = r.run_id and a.agent_id = r.agent_id "
+                    "where r.run_id = ? group by r.agent_id, r.tick order by r.tick", (db.run_id,))
+
+
+def evaluations(db: RunDB) -> pd.DataFrame | None:
+    """The latest value of each (agent, suite, metric), or None when there is no evaluations table."""
+    if not db.has("evaluations"):
+        return None
+    return db.frame(
+        "select e.agent_id, coalesce(a.name, e.agent_id, '(whole run)') as name, e.suite, e.metric, e.value, "
+        "e.created_at from ("
+        "select *, row_number() over (partition by agent_id, suite, metric order by created_at desc, id desc) as rn "
+        "from evaluations where run_id = ?) e left join agents a on a.run_id = e.run_id and a.agent_id = e.agent_id "
+        "where rn = 1 order by e.suite, e.metric, name", (db.run_id,))
+
+
+def inbox(db: RunDB) -> pd.DataFrame:
+    """Whispers sent from the viewer, newest first."""
+    if not db.has("inbox"):
+        return pd.DataFrame(columns=["id", "agent_id", "text", "created_at", "sender", "delivered_tick",
+                                     "delivered_at"])
+    return db.frame("select id, agent_id, text, created_at, sender, delivered_tick, delivered_at from inbox "
+                    "where run_id = ? order by id desc", (db.run_id,))
+
+
+def summary(db: RunDB) -> dict[str, Any]:
+    """One run in a line: settings, size, cost and outcomes (for the Runs page)."""
+    run = db.run
+    n = len(names(db))
+    totals = llm_totals(db)
+    aware = awareness(db)
+    outcome = [f"{t}: {len(aware[aware.topic == t])}/{n} aware" for t in topics(run.get("scenario_yaml"))]
+    last = db.one("select max(sim_time) from ticks where run_id = ?", (db.run_id,))
+    return {
+        "scenario": run.get("scenario"), "status": run.get("status"), "seed": run.get("seed"),
+        "backend": run.get("backend"), "model": run.get("model"), "agents": n,
+        "ticks": f"{run.get('ticks_done') or 0}/{run.get('ticks_planned')}",
+        "ticks_done": run.get("ticks_done") or 0,
+        "game time": f"{run.get('start_time') or '-'} to {last or '-'}",
+        "LLM calls": totals["calls"], "tokens": totals["tokens"], "parse failures": totals["parse_failures"],
+        "cache hits": totals["cache_hits"],
+        "conversations": db.one("select count(*) from conversations where run_id = ?", (db.run_id,)),
+        "utterances": db.one("select count(*) from utterances where run_id = ?", (db.run_id,)),
+        "outcomes": "; ".join(outcome) or "-",
+        "aware": {t: int((aware.topic == t).sum()) for t in topics(run.get("scenario_yaml"))},
+        "probe answers": db.one("select count(*) from probes where run_id = ?", (db.run_id,))
+        if db.has("probes") else 0,
+        "started": run.get("started_at"),
+    }
