@@ -130,7 +130,7 @@ def main() -> None:
     print(f"{'agents':>6} {'game h':>6} {'calls':>6} {'calls/agent/h':>13} {'tokens/agent/h':>14} {'parse fail':>10} "
           f"{'wall s/game h':>13} {'outside LLM':>11} {'memory':>7}")
     for r in rows:
-        print(f"{r['agents']:>6} {r['hours']:>6g} {r['calls']:>6} {r['calls_h']:>13.2f} {r['tokens_h']:>14.0f} "
+        print(f"{r['agents']:>6} {r['hours']:>6.2f} {r['calls']:>6} {r['calls_h']:>13.2f} {r['tokens_h']:>14.0f} "
               f"{r['failures']:>10} {r['wall_h']:>13.1f} {r['outside']:>11.2%} {r['memory_share']:>7.2%}")
     for r in rows:
         print(f"\n{r['agents']} agents: calls by purpose {r['purposes']}; {r['retrievals']} retrievals")

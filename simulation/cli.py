@@ -275,6 +275,12 @@ def print_summary(s: Any, wall: float) -> None:
         who = ", ".join(f"{name} from {when[5:]}" for name, when in aware)
         console.print(f"Topic [bold]{escape(topic)}[/]: {len(aware)}/{len(s.agents)} aware"
                       + (f" ({escape(who)})" if aware else ""), highlight=False)
+    if s.memory_kinds:
+        kinds = ", ".join(f"{n} {k}" for k, n in s.memory_kinds.items())
+        console.print(f"Memories formed: {escape(kinds)}; {s.retrievals} retrievals.", highlight=False)
+    if s.density is not None:
+        console.print(f"Who-knows-whom density: {s.density[0]:.2f} at the start, {s.density[1]:.2f} at the end.",
+                      highlight=False)
     llm = Table(title="LLM", title_justify="left")
     for col in ("calls", "cache hits", "per agent per game hour", "tokens per agent per game hour",
                 "tokens/s generated", "parse failures", "fallbacks", "LLM time", "outside LLM"):

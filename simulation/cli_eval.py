@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -99,7 +97,8 @@ def _show(console: Any, result: Any, out: Path) -> None:
     dropped = [(s, look.value(s, "dropped_judgements")) for s in ("interview", "personagym", "consistency")
                if s in result.suites]
     if dropped:
-        console.print("Unparsable judgements dropped: " + ", ".join(f"{s} {v:.0f}" for s, v in dropped if v is not None))
+        counts = ", ".join(f"{s} {v:.0f}" for s, v in dropped if v is not None)
+        console.print(f"Unparsable judgements dropped: {counts}")
     cost = result.cost()
     console.print(f"{len(result.calls)} LLM calls in {result.wall_s:.0f} s; LLM seconds per agent: "
                   + ", ".join(f"{s} {c['llm_s_per_agent']:.0f}" for s, c in cost.items()), highlight=False)
@@ -123,19 +122,23 @@ def register(app: typer.Typer) -> None:
         targets: Annotated[list[Path], typer.Argument(
             metavar="TARGET...", help="persona files, scenarios (every person in them) or run directories",
             show_default=False)],
-        suite: Annotated[str, typer.Option(help="comma-separated: bigfive, interview, personagym, consistency")] = "bigfive",
+        suite: Annotated[str, typer.Option(
+            help="comma-separated: bigfive, interview, personagym, consistency")] = "bigfive",
         backend: Annotated[Optional[str], typer.Option(help=f"{_LLM_HELP}: llamacpp, vllm or openai")] = None,
         model: Annotated[Optional[str], typer.Option(help=f"{_LLM_HELP}: GGUF path or model name")] = None,
-        base_url: Annotated[Optional[list[str]], typer.Option(help=f"{_LLM_HELP}: OpenAI-compatible server URL")] = None,
+        base_url: Annotated[Optional[list[str]], typer.Option(
+            help=f"{_LLM_HELP}: OpenAI-compatible server URL")] = None,
         judge_backend: Annotated[Optional[str], typer.Option(help=_JUDGE_HELP)] = None,
         judge_model: Annotated[Optional[str], typer.Option(help=_JUDGE_HELP)] = None,
         judge_base_url: Annotated[Optional[list[str]], typer.Option(help=_JUDGE_HELP)] = None,
         out: Annotated[Optional[Path], typer.Option(help="output folder (default: evals/EVAL_ID)")] = None,
         seed: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="seed of every request and bootstrap")] = 0,
-        items: Annotated[Optional[int], typer.Option(min=1, max=50, help="bigfive: IPIP items per agent (default all 50)")] = None,
+        items: Annotated[Optional[int], typer.Option(
+            min=1, max=50, help="bigfive: IPIP items per agent (default all 50)")] = None,
         settings: Annotated[int, typer.Option(min=1, max=20, help="personagym: settings per agent")] = 2,
         questions: Annotated[int, typer.Option(min=1, max=10, help="personagym: questions per task and setting")] = 1,
-        max_items: Annotated[int, typer.Option(min=1, max=1000, help="consistency: behaviour items judged per agent")] = 12,
+        max_items: Annotated[int, typer.Option(
+            min=1, max=1000, help="consistency: behaviour items judged per agent")] = 12,
         bootstrap: Annotated[int, typer.Option(min=100, max=100000, help="bootstrap resamples for intervals")] = 1000,
         temperature: Annotated[float, typer.Option(min=0, max=2, help="agents' sampling temperature")] = 0.7,
         judge_temperature: Annotated[float, typer.Option(min=0, max=2, help="judge's sampling temperature")] = 0.0,
@@ -147,7 +150,8 @@ def register(app: typer.Typer) -> None:
 
         from simulation.cli import console, err
         from simulation.errors import InputError, Problem
-        from simulation.evaluation import engine, report, targets as targets_mod
+        from simulation.evaluation import engine, report
+        from simulation.evaluation import targets as targets_mod
         from simulation.evaluation.session import EvalOptions
         from simulation.scenario import LLMSettings
 
@@ -188,7 +192,8 @@ def register(app: typer.Typer) -> None:
     @personas_app.command("sample")
     @user_errors
     def sample_(
-        spec: Annotated[Path, typer.Option(help="population spec YAML (personas/populations/*.yaml)", show_default=False)],
+        spec: Annotated[Path, typer.Option(
+            help="population spec YAML (personas/populations/*.yaml)", show_default=False)],
         n: Annotated[int, typer.Option(min=1, max=10000, help="how many people", show_default=False)],
         out: Annotated[Path, typer.Option(help="folder for the persona files", show_default=False)],
         seed: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="sampling seed")] = 0,
@@ -250,12 +255,15 @@ def register(app: typer.Typer) -> None:
             except InputError as exc:
                 raise RunError(f"sampled persona does not validate: {exc}") from None
         if not quiet:
-            table = Table(title=f"{len(people)} people from {escape(population.name)} (seed {seed})", title_justify="left")
+            table = Table(title=f"{len(people)} people from {escape(population.name)} (seed {seed})",
+                          title_justify="left")
             for col in ("id", "age", "occupation", "household", "O", "C", "E", "A", "N"):
-                table.add_column(col, overflow="fold", justify="left" if col in ("id", "occupation", "household") else "right")
+                left = col in ("id", "occupation", "household")
+                table.add_column(col, overflow="fold", justify="left" if left else "right")
             for s in people[:40]:
                 b = s.persona.big_five
-                table.add_row(s.persona.id, str(s.persona.age), escape(s.persona.occupation), escape(s.persona.household),
+                table.add_row(s.persona.id, str(s.persona.age), escape(s.persona.occupation),
+                              escape(s.persona.household),
                               *(f"{getattr(b, f):.2f}" for f in pop.FACTORS))
             console.print(table)
             if len(people) > 40:

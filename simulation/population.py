@@ -28,8 +28,18 @@ from pydantic import Field, field_validator, model_validator
 
 from simulation.errors import InputError, Problem
 from simulation.scenario import (
-    BigFive, Identifier, LongText, Persona, ResolvedPersona, Routine, ShortText, StrictModel, Unit,
-    _clock_time, _validate, resolve_path,
+    BigFive,
+    Identifier,
+    LongText,
+    Persona,
+    ResolvedPersona,
+    Routine,
+    ShortText,
+    StrictModel,
+    Unit,
+    _clock_time,
+    _validate,
+    resolve_path,
 )
 from simulation.yamlfile import YamlDocument, load_yaml
 
@@ -406,13 +416,15 @@ def truncated_cdf(x: float, dist: TraitDistribution) -> float:
 def expected_marginals(spec: PopulationSpec) -> dict[str, dict[str, float]]:
     """Exact probabilities of each age bin, occupation and household (age limits included)."""
     bins = _weights(spec.ages)
-    out: dict[str, dict[str, float]] = {"age": {}, "occupation": Counter(), "household": Counter()}  # type: ignore[dict-item]
+    out: dict[str, dict[str, float]] = {
+        "age": {}, "occupation": Counter(), "household": Counter()}  # type: ignore[dict-item]
     for p_bin, bin_ in zip(bins, spec.ages):
         lo, hi = bin_.range
         out["age"][f"{lo}-{hi}"] = out["age"].get(f"{lo}-{hi}", 0.0) + float(p_bin)
         for age in range(lo, hi + 1):
             p_age = float(p_bin) / (hi - lo + 1)
-            for key, items, label in (("occupation", spec.occupations, "title"), ("household", spec.households, "text")):
+            for key, items, label in (("occupation", spec.occupations, "title"),
+                                      ("household", spec.households, "text")):
                 idx = _allowed(items, age)
                 w = _weights([items[i] for i in idx])
                 for i, wi in zip(idx, w):
@@ -479,8 +491,9 @@ def write_sample(out: Path, spec_path: Path, spec: PopulationSpec, people: list[
     manifest = {
         "spec": str(spec_path), "n": n, "seed": seed, "backstories": calls is not None,
         "backstory_failures": backstory_failures,
-        "people": [{"id": s.persona.id, "name": s.persona.name, "age": s.persona.age, "occupation": s.persona.occupation,
-                    "household": s.persona.household, "workplace_kind": s.workplace_kind,
+        "people": [{"id": s.persona.id, "name": s.persona.name, "age": s.persona.age,
+                    "occupation": s.persona.occupation, "household": s.persona.household,
+                    "workplace_kind": s.workplace_kind,
                     "big_five": s.persona.big_five.model_dump(), "file": p.name} for s, p in zip(people, paths)],
         "expected": expected_marginals(spec), "observed": observed_marginals(spec, people),
     }
@@ -605,7 +618,8 @@ def marginals_figure(spec: PopulationSpec, people: list[Sampled]) -> Any:
         exp = [expected[k][c] for k in keys for c in expected[k]]
         obs = [observed[k].get(c, 0) / n for k in keys for c in expected[k]]
         fig.add_trace(go.Bar(x=cats, y=exp, name="expected", marker_color="#bbb", showlegend=row == 1), row=row, col=1)
-        fig.add_trace(go.Bar(x=cats, y=obs, name="sampled", marker_color="#3366cc", showlegend=row == 1), row=row, col=1)
+        fig.add_trace(go.Bar(x=cats, y=obs, name="sampled", marker_color="#3366cc", showlegend=row == 1),
+                      row=row, col=1)
     for col, f in enumerate(FACTORS, start=1):
         dist = getattr(spec.big_five, f)
         edges = [i / 10 for i in range(11)]

@@ -54,6 +54,11 @@ class RunSummary:
     awareness: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """topic id -> (name, game time of their first run-time memory mentioning it), earliest first."""
     probes: list[tuple[str, str, str]] = field(default_factory=list)
+    memory_kinds: dict[str, int] = field(default_factory=dict)
+    """Memories formed during the run by kind (seed memories excluded)."""
+    retrievals: int = 0
+    density: tuple[float, float] | None = None
+    """Density of the who-knows-whom graph at the first and the last tick."""
     """(agent name, question, answer)."""
 
     @property
@@ -79,6 +84,7 @@ def summarize(db_path: Path | str) -> RunSummary:
     db = sqlite_utils.Database(db_path)
     run = next(db["runs"].rows)
     rid = run["run_id"]
+    tables = set(db.table_names())
     names = {r["agent_id"]: r for r in db["agents"].rows_where("run_id = ?", [rid])}
     places = {r["place_id"]: r["name"] for r in db["places"].rows_where("run_id = ?", [rid])}
     last = _one(db, "select max(tick), min(sim_time), max(sim_time) from ticks where run_id = ?", (rid,))
@@ -134,7 +140,19 @@ def summarize(db_path: Path | str) -> RunSummary:
         llm_calls=totals[0], parse_failures=totals[1], fallbacks=totals[2], cache_hits=totals[6], generated_tokens=totals[7],
         prompt_tokens=totals[3], completion_tokens=totals[4], llm_seconds=totals[5], tick_llm_seconds=tick_llm,
         wall_seconds=wall, awareness=awareness, probes=probes,
+        memory_kinds=dict(db.execute("select kind, count(*) from memories where run_id = ? and kind != 'seed' "
+                                     "group by kind order by kind", [rid]).fetchall()),
+        retrievals=_one(db, "select count(*) from retrievals where run_id = ?", (rid,))[0]
+        if "retrievals" in tables else 0,
+        density=_density(db, rid) if "relationships" in tables else None,
     )
+
+
+def _density(db: sqlite_utils.Database, rid: str) -> tuple[float, float] | None:
+    from simulation.relationships import density_by_tick
+
+    series = density_by_tick(db, rid)
+    return (series[0][2], series[-1][2]) if series else None
 
 
 def _topics(scenario_yaml: str) -> dict[str, list[str]]:

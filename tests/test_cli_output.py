@@ -27,3 +27,19 @@ def test_summary_prints_model_text_with_brackets_literally(monkeypatch):
     assert "[/INST]" in out and "[bold]cafe[/bold]" in out and "Ann [/]" in out
     assert "No conversations happened" in out
     assert "Ann [/] from 02-13 07:00" in out
+
+
+def test_summary_of_a_scripted_run_reports_memories_retrievals_and_density(make_run, scripted, monkeypatch):
+    from simulation.report import summarize
+
+    run = make_run(scripted, ticks=8)
+    for _ in range(run.ticks):
+        run.model.step()
+    s = summarize(run.run_dir / "run.db")
+    assert s.memory_kinds and "seed" not in s.memory_kinds
+    assert s.retrievals == run.store.db["retrievals"].count
+    assert s.density is not None and 0.0 <= s.density[0] <= s.density[1] <= 1.0
+    buf = io.StringIO()
+    monkeypatch.setattr(cli, "console", Console(file=buf, width=200, color_system=None))
+    cli.print_summary(s, 1.0)
+    assert "Who-knows-whom density" in buf.getvalue() and "retrievals" in buf.getvalue()

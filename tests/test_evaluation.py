@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from eval_support import EvalDouble, is_retry
 from typer.testing import CliRunner
 
-from eval_support import EvalDouble, is_retry
 from simulation.errors import InputError
 from simulation.evaluation import consistency, engine, ipip, personagym, prompts, report, targets
 from simulation.evaluation.bigfive import compare
@@ -103,8 +103,10 @@ def test_unanswered_factor_has_no_score() -> None:
 
 
 def test_compare_by_hand() -> None:
-    targets_ = {"openness": 0.8, "conscientiousness": 0.2, "extraversion": 0.5, "agreeableness": 0.9, "neuroticism": 0.4}
-    measured = {"openness": 0.6, "conscientiousness": 0.3, "extraversion": 0.45, "agreeableness": None, "neuroticism": 0.7}
+    targets_ = {"openness": 0.8, "conscientiousness": 0.2, "extraversion": 0.5, "agreeableness": 0.9,
+                "neuroticism": 0.4}
+    measured = {"openness": 0.6, "conscientiousness": 0.3, "extraversion": 0.45, "agreeableness": None,
+                "neuroticism": 0.7}
     out = compare(measured, targets_)
     assert out["mae"] == pytest.approx((0.2 + 0.1 + 0.05 + 0.3) / 4)
     assert out["agreement"] == pytest.approx(2 / 4)  # O high/high, C low/low, E high/low, N low/high
@@ -191,14 +193,16 @@ def test_persona_score_is_the_mean_of_task_means() -> None:
 def test_generated_questions_must_ask_and_not_copy_the_example() -> None:
     example = personagym.data()["tasks"]["expected_action"]["example"]
     check = personagym.question_check(example)
-    assert check(personagym.Question(question="At the market, a stall holder shortchanges you. What do you do?")) is None
+    good = "At the market, a stall holder shortchanges you. What do you do?"
+    assert check(personagym.Question(question=good)) is None
     assert "example" in check(personagym.Question(question="  " + example.upper() + " "))
     assert "question mark" in check(personagym.Question(question="You are a careful, strict evaluator of models."))
 
 
 def test_consistency_judges_each_ongoing_action_once_and_thins_evenly() -> None:
     B = targets.Behaviour
-    log = [B(1, 0, "2023-02-13 07:00", "action", "having breakfast"), B(2, 1, "2023-02-13 07:10", "action", "having breakfast"),
+    log = [B(1, 0, "2023-02-13 07:00", "action", "having breakfast"),
+           B(2, 1, "2023-02-13 07:10", "action", "having breakfast"),
            B(3, 2, "2023-02-13 07:20", "move", "walks to the cafe"), B(4, 3, "2023-02-13 07:30", "utterance", "Hi"),
            B(5, 3, "2023-02-13 07:30", "utterance", "Hi"), B(6, 4, "2023-02-13 07:40", "action", "having breakfast")]
     assert [b.event_id for b in consistency.select(log, 10)] == [1, 3, 4, 5, 6]
@@ -452,7 +456,8 @@ def test_eval_command_bad_input_exits_2(args: list[str], fragment: str, monkeypa
     assert "Traceback" not in result.output
 
 
-def test_eval_command_refuses_a_used_out_before_asking_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_eval_command_refuses_a_used_out_before_asking_anything(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "eval.db").write_text("")
     double = EvalDouble()
     result = _agora(["eval", str(ISABELLA), "--out", str(tmp_path)], monkeypatch, double)

@@ -259,8 +259,8 @@ def test_agora_run_against_the_llama_cpp_server(real_server, tmp_path):
     import subprocess
 
     proc = subprocess.run([sys.executable, "-m", "simulation.cli", "run", str(FLAGSHIP), "--backend", "openai",
-                           "--base-url", real_server, "--ticks", "2", "--out", str(tmp_path), "--cache", "off"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+                           "--base-url", real_server, "--ticks", "1", "--out", str(tmp_path), "--cache", "off"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr
     db = sqlite_utils.Database(Path(proc.stdout.strip().splitlines()[-1]) / "run.db")
     run = next(db["runs"].rows)

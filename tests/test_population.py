@@ -174,7 +174,8 @@ def test_bad_spec_problems_are_located() -> None:
 
 
 def test_uncovered_age_is_located() -> None:
-    with pytest.raises(InputError, match=r"uncovered_age\.yaml:4:\d+: ages\[0\]\.range: no entry of occupations allows age 66"):
+    pattern = r"uncovered_age\.yaml:4:\d+: ages\[0\]\.range: no entry of occupations allows age 66"
+    with pytest.raises(InputError, match=pattern):
         pop.load_spec(DATA / "uncovered_age.yaml")
 
 
@@ -208,13 +209,18 @@ def test_scenario_population_defaults_use_home_places_and_scenario_seed() -> Non
 
 
 @pytest.mark.parametrize(("name", "pattern"), [
-    ("scenario_population_bad_home.yaml", r"scenario_population_bad_home\.yaml:34:\d+: population\.homes\[1\]: unknown place 'castle'"),
-    ("scenario_population_missing_spec.yaml", r"scenario_population_missing_spec\.yaml:32:\d+: population\.spec: population spec not found"),
-    ("scenario_population_too_many.yaml", r"scenario_population_too_many\.yaml:33:\d+: population\.n: the name lists give only 4"),
+    ("scenario_population_bad_home.yaml",
+     r"scenario_population_bad_home\.yaml:34:\d+: population\.homes\[1\]: unknown place 'castle'"),
+    ("scenario_population_missing_spec.yaml",
+     r"scenario_population_missing_spec\.yaml:32:\d+: population\.spec: population spec not found"),
+    ("scenario_population_too_many.yaml",
+     r"scenario_population_too_many\.yaml:33:\d+: population\.n: the name lists give only 4"),
     ("scenario_population_bad_workplace.yaml", r"population\.workplaces\.cafe: unknown place 'moon'"),
-    ("scenario_population_bad_workplace.yaml", r"population\.workplaces\.school: no occupation in uniform\.yaml works at a 'school'"),
+    ("scenario_population_bad_workplace.yaml",
+     r"population\.workplaces\.school: no occupation in uniform\.yaml works at a 'school'"),
     ("scenario_population_bad_spec.yaml", r"bad_spec\.yaml:4:\d+: ages\[0\]\.range"),
-    ("scenario_population_bad_n.yaml", r"scenario_population_bad_n\.yaml:33:\d+: population\.n: Input should be greater"),
+    ("scenario_population_bad_n.yaml",
+     r"scenario_population_bad_n\.yaml:33:\d+: population\.n: Input should be greater"),
 ])
 def test_population_errors_are_located(name: str, pattern: str) -> None:
     with pytest.raises(InputError) as info:

@@ -47,8 +47,7 @@ async def _insights(agent: PersonaAgent, question: str, nodes: list[MemoryNode])
     msgs = prompts.messages(
         agent.system_prompt, "insights.j2", **situation(agent), question=question,
         statements=[n.text for n in nodes],
-        example=model(insights=[{"insight": f"{agent.first_name} ...", "evidence": [1]}]).model_dump_json()
-        .replace(f"{agent.first_name} ...", f"What {agent.first_name} concludes about it"),
+        example=model(insights=[{"insight": nodes[0].text[:100], "evidence": [1]}]).model_dump_json(),
     )
     answer = await ask(agent, msgs, model, default=Insights(insights=[]), purpose="insights", max_tokens=240)
     if not answer.ok:

@@ -113,7 +113,8 @@ def evaluate(
                for s, ts in plan.items() if not ts}
     plan = {s: ts for s, ts in plan.items() if ts}
     if not plan:
-        raise InputError(Problem("--suite", "nothing to evaluate: " + "; ".join(f"{s} {why}" for s, why in skipped.items())))
+        why = "; ".join(f"{s} {reason}" for s, reason in skipped.items())
+        raise InputError(Problem("--suite", f"nothing to evaluate: {why}"))
     if on_plan:
         on_plan(sum(MODULES[s].planned(session, ts) for s, ts in plan.items()))
 

@@ -96,7 +96,8 @@ def write_all(result: EvalResult, out: Path) -> dict[str, Any]:
     files: list[str] = []
     md: dict[str, str] = {}
     if "bigfive" in result.suites:
-        md["bigfive"] = _save(_factor_figure(result, "bigfive", "Big Five: target vs IPIP-50 score"), out, "bigfive", files)
+        md["bigfive"] = _save(_factor_figure(result, "bigfive", "Big Five: target vs IPIP-50 score"),
+                              out, "bigfive", files)
     if "interview" in result.suites:
         md["interview"] = _save(_factor_figure(result, "interview", "Big Five: target vs interview rating"),
                                 out, "interview", files)

@@ -45,7 +45,8 @@ def person_name(agent_id: str) -> str:
     return " ".join(part.capitalize() for part in agent_id.split("_"))
 
 
-def persona_context(persona: Persona, memories: list[str] | None = None, names: dict[str, str] | None = None) -> dict[str, Any]:
+def persona_context(persona: Persona, memories: list[str] | None = None,
+                    names: dict[str, str] | None = None) -> dict[str, Any]:
     """What the persona templates show. Big Five numbers are left out on purpose: they are the
     answer key of the bigfive suite."""
     names = names or {}

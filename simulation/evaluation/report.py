@@ -100,7 +100,8 @@ def write_run_evaluations(result: EvalResult, out: Path) -> dict[str, int]:
                 ensure_evaluations_table(db)
                 db["evaluations"].insert_all(evaluation_rows(result, rows, out))
         except Exception as exc:  # sqlite3.OperationalError: read-only file, locked, disk full
-            raise RunError(f"cannot write evaluations into {db_path}: {exc} (the report in {out} is complete)") from None
+            raise RunError(f"cannot write evaluations into {db_path}: {exc} "
+                           f"(the report in {out} is complete)") from None
         finally:
             db.close()
         written[str(db_path)] = len(rows)
@@ -163,8 +164,10 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
                   "| agent | " + " | ".join(f[:1].upper() for f in FACTORS) + " | MAE | agreement |",
                   "|---" * (len(FACTORS) + 3) + "|"]
         for key in result.suites[suite]:
-            cells = [f"{_fmt(look.value(suite, f, key))} / {_fmt((look.get(suite, f, key) or Metric('', '', None)).details.get('target'))}"
-                     for f in FACTORS]
+            cells = []
+            for f in FACTORS:
+                m = look.get(suite, f, key)
+                cells.append(f"{_fmt(m.value if m else None)} / {_fmt(m.details.get('target') if m else None)}")
             lines.append(f"| {names[key]} | " + " | ".join(cells) + f" | {_fmt(look.value(suite, 'mae', key))} | "
                          f"{_fmt(look.value(suite, 'agreement', key))} |")
         lines += ["", f"Across agents: MAE {_ci(look.get(suite, 'mae'))}; high/low agreement "
@@ -179,7 +182,8 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
                   "| agent | " + " | ".join(t.replace("_", " ") for t in TASKS) + " | PersonaScore | dropped |",
                   "|---" * (len(TASKS) + 3) + "|"]
         for key in result.suites["personagym"]:
-            lines.append(f"| {names[key]} | " + " | ".join(_fmt(look.value("personagym", f"task_{t}", key)) for t in TASKS)
+            tasks = " | ".join(_fmt(look.value("personagym", f"task_{t}", key)) for t in TASKS)
+            lines.append(f"| {names[key]} | {tasks}"
                          + f" | {_fmt(look.value('personagym', 'persona_score', key))} | "
                          f"{_fmt(look.value('personagym', 'dropped_judgements', key), 0)} |")
         lines += ["", f"Across agents: PersonaScore {_ci(look.get('personagym', 'persona_score'))}; "
@@ -190,7 +194,8 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
                   "| agent | mean | judged | dropped |", "|---|---|---|---|"]
         for key in result.suites["consistency"]:
             m = look.get("consistency", "mean", key)
-            lines.append(f"| {names[key]} | {_fmt(m.value if m else None)} | {m.details.get('judged', 0) if m else 0} | "
+            judged = m.details.get("judged", 0) if m else 0
+            lines.append(f"| {names[key]} | {_fmt(m.value if m else None)} | {judged} | "
                          f"{_fmt(look.value('consistency', 'dropped_judgements', key), 0)} |")
         lines += ["", f"Across agents: {_ci(look.get('consistency', 'mean'))}.", "", images.get("consistency", ""), ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -214,7 +219,8 @@ def write(result: EvalResult, out: Path) -> dict[str, Any]:
     summary = {
         "eval_id": result.eval_id, "created_at": result.created_at, "wall_s": result.wall_s,
         "agent": result.agent, "judge": result.judge, "options": vars(result.options),
-        "targets": [{"key": t.key, "name": t.persona.name, "source": t.source, "run_id": t.run_id} for t in result.targets],
+        "targets": [{"key": t.key, "name": t.persona.name, "source": t.source, "run_id": t.run_id}
+                    for t in result.targets],
         "suites": result.suites, "skipped": result.skipped, "cost": result.cost(), "llm_calls": len(result.calls),
         "plots": images["files"], "metrics": [m.row() for m in result.metrics],
     }

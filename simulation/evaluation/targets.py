@@ -84,7 +84,8 @@ def _run_targets(db_path: Path, shown: str) -> list[Target]:
             except (ValueError, ValidationError) as exc:
                 raise InputError(Problem(shown, f"agents row {agent_id!r}: persona is not valid: {exc}")) from None
             mems = con.execute(
-                "select text from memories where run_id = ? and agent_id = ? and kind != 'seed' order by id desc limit ?",
+                "select text from memories where run_id = ? and agent_id = ? and kind != 'seed' "
+                "order by id desc limit ?",
                 (run_id, agent_id, RUN_MEMORIES)).fetchall()
             marks = ",".join("?" * len(BEHAVIOUR_KINDS))
             events = con.execute(
@@ -122,7 +123,8 @@ def resolve(paths: list[Path]) -> list[Target]:
         shown = str(path)
         try:
             if not path.exists():
-                raise InputError(Problem(shown, "target not found (give a persona file, a scenario or a run directory)"))
+                raise InputError(Problem(
+                    shown, "target not found (give a persona file, a scenario or a run directory)"))
             if path.is_dir():
                 db = path / "run.db"
                 if not db.is_file():
@@ -142,13 +144,15 @@ def resolve(paths: list[Path]) -> list[Target]:
                     persona = load_persona(path)
                     targets.append(Target(key=persona.id, persona=persona, source=shown))
             else:
-                raise InputError(Problem(shown, "expected a persona or scenario YAML file, a run directory or a run.db"))
+                raise InputError(Problem(
+                    shown, "expected a persona or scenario YAML file, a run directory or a run.db"))
         except InputError as exc:
             problems.extend(exc.problems)
     seen: dict[str, str] = {}
     for t in targets:
         if t.key in seen:
-            problems.append(Problem(t.source, f"agent {t.key!r} is also in {seen[t.key]}; each agent may be given once"))
+            problems.append(Problem(
+                t.source, f"agent {t.key!r} is also in {seen[t.key]}; each agent may be given once"))
         seen.setdefault(t.key, t.source)
     if problems:
         raise InputError(problems)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -242,8 +243,6 @@ class TownMemory:
 
     def search_now(self, requests: Sequence[_Request]) -> list[list[list[MemoryNode]]]:
         """Answer requests synchronously: one embedding call, one FAISS call, vectorised scoring."""
-        import time
-
         started = time.perf_counter()
         flat = [(r, q) for r in requests for q in r.queries]
         vectors = self.embed_pending([q for _, q in flat])
