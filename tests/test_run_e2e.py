@@ -132,7 +132,7 @@ def test_same_seed_same_run_on_the_real_model(make_run, tmp_path):
     def one(out):
         backend = LlamaCppBackend()
         try:
-            run = make_run(backend, ticks=3, out=out)
+            run = make_run(backend, ticks=2, out=out)
             for _ in range(run.ticks):
                 run.model.step()
         finally:
@@ -164,7 +164,7 @@ def test_ctrl_c_stops_between_ticks_and_keeps_what_was_committed(tmp_path):
             if found:
                 db_path = found[0]
                 try:
-                    if sqlite_utils.Database(db_path)["ticks"].count >= 2:
+                    if sqlite_utils.Database(db_path)["ticks"].count >= 1:
                         break
                 except Exception:
                     pass
@@ -183,6 +183,6 @@ def test_ctrl_c_stops_between_ticks_and_keeps_what_was_committed(tmp_path):
     run = next(db["runs"].rows)
     assert run["status"] == "interrupted"
     n = db["ticks"].count
-    assert n >= 2 and run["ticks_done"] == n
+    assert n >= 1 and run["ticks_done"] == n
     assert db.execute("select count(distinct tick) from agent_states").fetchone()[0] == n, "whole ticks only"
     print(f"stopped {waited:.1f} s after Ctrl-C")
