@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -109,11 +108,10 @@ def test_server_gone_mid_run_stops_with_its_name_after_the_patience():
     with srv:
         b = backend(srv, max_retries=2, patience_s=0.3)
     # stopped: connections are now refused
-    started = time.monotonic()
     with pytest.raises(RunError) as exc:
         b.generate([req(0), req(1)])
     assert srv.url in str(exc.value) and "failed for" in str(exc.value)
-    assert time.monotonic() - started >= 0.3, "it waited for the server for the patience"
+    assert int(str(exc.value).split("(")[1].split()[0]) > 2, "more tries than max_retries: it waited out the patience"
 
 
 def test_a_server_that_refuses_json_schema_gets_json_object_with_the_schema():
