@@ -17,7 +17,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from simulation.errors import RunError
 from simulation.llm.backend import Backend, OnDone
@@ -132,29 +132,26 @@ class CachedBackend:
         self.cache.put_many(self.namespace, [(keys[i], done[i]) for i in todo])
         return [done[i] for i in range(len(requests))]
 
-    def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
+    def _misses(self, requests: Sequence[LLMRequest], on_done: OnDone | None) -> tuple[Any, list[LLMRequest], Any]:
+        """Answer what the cache knows (reporting it to ``on_done``); return the state, the
+        batch of misses for the backend, and their progress callback in the caller's indices."""
         keys, done, todo = self._split(requests)
         if on_done:
             for i in sorted(done):
                 on_done(i, done[i])
-        fresh: list[RawCompletion] = []
-        if todo:
-            inner_done = (lambda j, c: on_done(todo[j], c)) if on_done else None  # type: ignore[misc]
-            fresh = self.inner.generate([requests[i] for i in todo], inner_done)
-        return self._finish(requests, keys, done, todo, fresh)
+        inner_done = (lambda j, c: on_done(todo[j], c)) if on_done else None  # type: ignore[misc]
+        return (keys, done, todo), [requests[i] for i in todo], inner_done
+
+    def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
+        state, batch, inner_done = self._misses(requests, on_done)
+        fresh = self.inner.generate(batch, inner_done) if batch else []
+        return self._finish(requests, *state, fresh)
 
     async def agenerate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
-        keys, done, todo = self._split(requests)
-        if on_done:
-            for i in sorted(done):
-                on_done(i, done[i])
-        fresh: list[RawCompletion] = []
-        if todo:
-            inner_done = (lambda j, c: on_done(todo[j], c)) if on_done else None  # type: ignore[misc]
-            batch = [requests[i] for i in todo]
-            agen = getattr(self.inner, "agenerate", None)
-            fresh = await agen(batch, inner_done) if agen else self.inner.generate(batch, inner_done)
-        return self._finish(requests, keys, done, todo, fresh)
+        state, batch, inner_done = self._misses(requests, on_done)
+        agen = getattr(self.inner, "agenerate", None)
+        fresh = (await agen(batch, inner_done) if agen else self.inner.generate(batch, inner_done)) if batch else []
+        return self._finish(requests, *state, fresh)
 
     def close(self) -> None:
         self.inner.close()
