@@ -580,9 +580,9 @@ def add_backstories(people: list[Sampled], backend: Any, seed: int, temperature:
     class Backstory(BaseModel):
         model_config = ConfigDict(extra="ignore")
 
-        backstory: Annotated[str, Field(min_length=40, max_length=600)]
+        backstory: Annotated[str, Field(min_length=40, max_length=500)]
 
-    client = LLMClient(backend, run_seed=seed, temperature=temperature, max_tokens=200,
+    client = LLMClient(backend, run_seed=seed, temperature=temperature, max_tokens=560,
                        on_progress=on_progress, on_call=on_call)
 
     async def one(s: Sampled) -> bool:
@@ -591,7 +591,7 @@ def add_backstories(people: list[Sampled], backend: Any, seed: int, temperature:
                 {"role": "user", "content": prompts.render("backstory.j2", **prompts.persona_context(s.persona))}]
         answer = await client.ask(
             msgs, Backstory, default=Backstory(backstory="-" * 40), purpose="backstory", agent_id=s.persona.id,
-            tick=None, max_tokens=200, check=lambda a: None if first in a.backstory else f"name {first} in it")
+            tick=None, max_tokens=560, check=lambda a: None if first in a.backstory else f"name {first} in it")
         if answer.ok:
             s.persona.backstory = answer.value.backstory.strip()
         return answer.ok

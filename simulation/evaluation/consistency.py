@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simulation.evaluation import prompts
-from simulation.evaluation.judging import final_line_check, judge_model, no_judgement, parse_final_line
+from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, no_judgement, parse_final_line
 from simulation.evaluation.session import Metric, Session
 from simulation.evaluation.stats import bootstrap
 from simulation.evaluation.targets import Behaviour, Target
@@ -82,7 +82,7 @@ async def _judge(session: Session, t: Target, ctx: dict, b: Behaviour) -> Judged
     msgs = prompts.judge_messages("consistency_judge.j2", **ctx, when=f"at {b.sim_time}",
                                   what=_WHAT.get(b.kind, b.kind), text=b.text)
     verdict = await session.ask("judge", t.key, msgs, judge_model(0, 9), default=no_judgement(0, 9),
-                                purpose=f"cons_{b.event_id}", max_tokens=200, check=final_line_check(0, 9))
+                                purpose=f"cons_{b.event_id}", max_tokens=JUDGE_TOKENS, check=final_line_check(0, 9))
     return Judged(b.event_id, b.tick, b.sim_time, b.kind, b.text, parse_final_line(verdict.value.final_line, 0, 9),
                   verdict.value.assessment, verdict.call_id)
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from simulation.evaluation import prompts
 from simulation.evaluation.bigfive import FactorResult, aggregate_factors, target_metrics
 from simulation.evaluation.ipip import FACTORS
-from simulation.evaluation.judging import final_line_check, judge_model, no_judgement, parse_final_line
+from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, no_judgement, parse_final_line
 from simulation.evaluation.session import Metric, Session
 from simulation.evaluation.targets import Target
 
@@ -29,7 +29,7 @@ SUITE = "interview"
 class OpenAnswer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    answer: Annotated[str, Field(min_length=1, max_length=400)]
+    answer: Annotated[str, Field(min_length=1, max_length=300)]
 
 
 @lru_cache(maxsize=1)
@@ -47,12 +47,12 @@ async def _factor(session: Session, t: Target, ctx: dict, factor: str) -> tuple[
     spec = questionnaire()[factor]
     answers = await asyncio.gather(*(
         session.ask("agent", t.key, prompts.agent_messages(ctx, "answer.j2", setting="", question=q), OpenAnswer,
-                    default=OpenAnswer(answer="-"), purpose=f"iv_{factor}_{i}", max_tokens=160)
+                    default=OpenAnswer(answer="-"), purpose=f"iv_{factor}_{i}", max_tokens=340)
         for i, q in enumerate(spec["questions"])))
     qa = [(q, a.value.answer if a.ok else "") for q, a in zip(spec["questions"], answers)]
     msgs = prompts.judge_messages("interview_judge.j2", factor=spec, qa=qa)
     verdict = await session.ask("judge", t.key, msgs, judge_model(1, 5), default=no_judgement(1, 5),
-                                purpose=f"iv_judge_{factor}", max_tokens=200, check=final_line_check(1, 5))
+                                purpose=f"iv_judge_{factor}", max_tokens=JUDGE_TOKENS, check=final_line_check(1, 5))
     score = parse_final_line(verdict.value.final_line, 1, 5)
     details = {"score_1_5": score, "dropped": score is None, "qa": qa, "assessment": verdict.value.assessment,
                "call_ids": [a.call_id for a in answers] + [verdict.call_id]}

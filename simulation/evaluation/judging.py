@@ -17,13 +17,17 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+JUDGE_TOKENS = 300
+"""Enough for the longest answer the schema allows even at one token per character: a judgement
+cut off at max_tokens is not JSON, and would be dropped for the wrong reason."""
+
 _FINAL = re.compile(r"^\s*score\s*:\s*(\d+)\s*(?:/\s*(\d+))?\s*\.?\s*$", re.IGNORECASE)
 
 
 class JudgeAnswer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    assessment: Annotated[str, Field(max_length=300)]
+    assessment: Annotated[str, Field(max_length=240)]
     final_line: Annotated[str, Field(max_length=24)]
 
 

@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from simulation.evaluation import prompts
-from simulation.evaluation.judging import final_line_check, judge_model, no_judgement, parse_final_line
+from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, no_judgement, parse_final_line
 from simulation.evaluation.session import Metric, Session
 from simulation.evaluation.stats import bootstrap
 from simulation.evaluation.targets import Target
@@ -40,13 +40,13 @@ def data() -> dict[str, Any]:
 class Question(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    question: Annotated[str, Field(min_length=10, max_length=240)]
+    question: Annotated[str, Field(min_length=10, max_length=200)]
 
 
 class InCharacter(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    answer: Annotated[str, Field(min_length=1, max_length=400)]
+    answer: Annotated[str, Field(min_length=1, max_length=300)]
 
 
 def question_check(example: str) -> Any:
@@ -137,18 +137,18 @@ async def _item(session: Session, t: Target, ctx: dict, setting_id: str, task: s
     asked = await session.ask(
         "judge", t.key, prompts.judge_messages("pg_question.j2", **ctx, task=spec, setting=setting,
                                                example=spec["example"]),
-        Question, default=Question(question=fallback), purpose=f"pg_q_{tag}", max_tokens=96,
+        Question, default=Question(question=fallback), purpose=f"pg_q_{tag}", max_tokens=240,
         check=question_check(spec["example"]))
     question = asked.value.question
     answer = await session.ask(
         "agent", t.key, prompts.agent_messages(ctx, "answer.j2", setting=setting, question=question),
-        InCharacter, default=InCharacter(answer="-"), purpose=f"pg_a_{tag}", max_tokens=160)
+        InCharacter, default=InCharacter(answer="-"), purpose=f"pg_a_{tag}", max_tokens=340)
     response = answer.value.answer if answer.ok else ""
     verdict = await session.ask(
         "judge", t.key, prompts.judge_messages(
             "pg_judge.j2", **ctx, task=spec, rubric=spec["rubric"], rubric_persona=spec["rubric_persona"],
             rubric_question=spec["rubric_question"], setting=setting, question=question, response=response),
-        judge_model(1, 5), default=no_judgement(1, 5), purpose=f"pg_j_{tag}", max_tokens=200,
+        judge_model(1, 5), default=no_judgement(1, 5), purpose=f"pg_j_{tag}", max_tokens=JUDGE_TOKENS,
         check=final_line_check(1, 5))
     return Item(task, setting_id, question, asked.ok, response, answer.ok,
                 parse_final_line(verdict.value.final_line, 1, 5), verdict.value.assessment,

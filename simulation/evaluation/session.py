@@ -64,6 +64,7 @@ class Session:
                  on_progress: Callable[[RawCompletion], None] | None = None):
         self.options = options
         self.calls: list[dict[str, Any]] = []
+        # Each question sets its own max_tokens from its schema's longest string (see judging.JUDGE_TOKENS).
         self.agent = LLMClient(agent, run_seed=options.seed, temperature=options.temperature, max_tokens=512,
                                on_call=self._recorder("agent"), on_progress=on_progress)
         self.judge = LLMClient(judge, run_seed=options.seed, temperature=options.judge_temperature, max_tokens=512,
