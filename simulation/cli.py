@@ -157,7 +157,7 @@ def run(
 ) -> None:
     """Run a scenario; prints the run directory (which holds run.db)."""
     from simulation import scenario as sc
-    from simulation.runner import RunOptions, create_run, finish, llm_settings, make_backend
+    from simulation.runner import RunOptions, create_run, llm_settings, make_backend
 
     loaded = sc.load(scenario_file)
     options = RunOptions(out=out, ticks=ticks, seed=seed,
@@ -171,18 +171,56 @@ def run(
     progress = _RunProgress(enabled=show)
     started = time.perf_counter()
     the_run = create_run(loaded, llm, options, on_llm=progress.on_llm)
+    _drive(the_run, llm, progress, started, quiet)
+
+
+@app.command()
+@user_errors
+def resume(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="run directory (holds run.db)", show_default=False)],
+    ticks: Annotated[Optional[int], typer.Option(min=1, help="ticks to run from here (default: the rest of the run)")] = None,
+    backend: BackendOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    cache: CacheOpt = None,
+    cache_path: CachePathOpt = None,
+    quiet: Annotated[bool, typer.Option(help="no progress bar or summary; print only the run directory")] = False,
+) -> None:
+    """Continue a run from its last committed tick (after Ctrl-C, an error, or a killed process).
+
+    The LLM options override the settings the run started with (e.g. a server's new address).
+    With the replay cache the resumed run's events are exactly those of an uninterrupted run."""
+    from simulation.runner import RunOptions, resume_run
+
+    options = RunOptions(ticks=ticks, llm=backend_choice(backend, model, base_url, cache, cache_path))
+    show = not quiet and console.is_terminal or os.environ.get("AGORA_PROGRESS") == "1"
+    progress = _RunProgress(enabled=show)
+    started = time.perf_counter()
+    with console.status("rebuilding the run's state...", spinner="dots") if show else nullcontext():
+        the_run, llm = resume_run(run_dir, options, on_llm=progress.on_llm)
+    if show:
+        err.print(f"resuming {the_run.run_id} at tick {the_run.model.tick} "
+                  f"({the_run.model.now:%a %H:%M}), {the_run.ticks} tick(s) to go", highlight=False)
+    _drive(the_run, llm, progress, started, quiet)
+
+
+def _drive(the_run: Any, llm: Any, progress: _RunProgress, started: float, quiet: bool) -> None:
+    """Step a created or resumed run to its end, then ask its probes; record how it ended, and on
+    any stop say what is saved and how to go on."""
+    from simulation.runner import finish
+
     status, message = "failed", None
     try:
         with progress.live(the_run.ticks):
             for _ in range(the_run.ticks):
                 the_run.model.step()
                 progress.on_tick(the_run.model)
-            if loaded.scenario.probes:
+            if the_run.model.scenario.probes and the_run.probes_due:
                 progress.describe("asking probe questions")
                 the_run.model.ask_probes()
         status = "finished"
     except KeyboardInterrupt:
-        status, message = "interrupted", f"stopped by the user after {the_run.model.tick} ticks"
+        status, message = "interrupted", f"stopped by the user after {the_run.model.tick} tick(s)"
         err.print(f"{message}; {_saved(the_run)}", markup=False, highlight=False, soft_wrap=True)
         raise
     except RunError as exc:
@@ -202,9 +240,11 @@ def run(
 
 
 def _saved(the_run: Any) -> str:
+    """What a stopped run kept, and the command that continues it."""
     done = the_run.model.tick
     where = the_run.run_dir / "run.db"
-    return f"ticks 0-{done - 1} are saved in {where}" if done else f"no tick was completed ({where})"
+    kept = f"ticks 0-{done - 1} are saved in {where}" if done else f"no tick was completed ({where})"
+    return f"{kept}\ncontinue with: agora resume {the_run.run_dir}"
 
 
 class _RunProgress:

