@@ -63,6 +63,7 @@ class AgentState(_State):
     last_seen: dict[str, int]
     last_talk: dict[str, datetime]
     since_reflection: float
+    reflected_upto: int = 0
 
 
 class ConversationState(_State):
@@ -112,6 +113,7 @@ def capture(model: TownModel) -> str:
             steps=[ActionState.of(s) for s in a.steps], steps_key=a.steps_key, replan=a.replan,
             conversation_id=a.conversation.id if a.conversation else None,
             last_seen=dict(a.last_seen), last_talk=dict(a.last_talk), since_reflection=a.memory.since_reflection,
+            reflected_upto=a.memory.reflected_upto,
         )
     conversations = [
         ConversationState(id=c.id, place=c.place, participants=c.participants, started_tick=c.started_tick,
@@ -170,4 +172,5 @@ def restore(model: TownModel, text: str) -> None:
         agent.last_seen = dict(s.last_seen)
         agent.last_talk = dict(s.last_talk)
         agent.memory.since_reflection = s.since_reflection
+        agent.memory.reflected_upto = s.reflected_upto
 

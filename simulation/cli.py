@@ -29,7 +29,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False, add_completion=False,
 )
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,14 +68,20 @@ def user_errors(func: F) -> F:
 @app.command()
 @user_errors
 def validate(
-    scenarios: Annotated[list[Path], typer.Argument(help="scenario YAML files", show_default=False)],
+    scenarios: Annotated[list[Path], typer.Argument(help="scenario or persona YAML files", show_default=False)],
 ) -> None:
-    """Check scenario files (and the persona files they reference); exit 0 if all are valid, else 2."""
+    """Check scenario files (and the persona files they reference) and persona files; exit 0 if all
+    are valid, else 2."""
     from simulation import scenario as sc
 
     problems = []
     for path in scenarios:
         try:
+            if _looks_like_persona(path):
+                persona = sc.load_persona(path)
+                console.print(f"[green]ok[/] {escape(str(path))}: persona {escape(persona.name)} ({persona.id})",
+                              highlight=False, soft_wrap=True)
+                continue
             loaded = sc.load(path)
         except InputError as exc:
             problems.extend(exc.problems)
@@ -85,6 +91,17 @@ def validate(
                       f"{s.clock.total_ticks} ticks of {s.clock.tick_minutes} min", highlight=False, soft_wrap=True)
     if problems:
         raise InputError(problems)
+
+
+def _looks_like_persona(path: Path) -> bool:
+    """A persona file rather than a scenario: a mapping with a routine or Big Five and no town."""
+    from simulation.yamlfile import load_yaml
+
+    try:
+        data = load_yaml(path).data
+    except InputError:
+        return False  # the scenario loader reports it
+    return isinstance(data, dict) and "town" not in data and ("routine" in data or "big_five" in data)
 
 
 @app.command()

@@ -28,7 +28,7 @@ from simulation.agent import ACTING, IDLE, SLEEPING, TALKING, WAKING, Action, Fo
 from simulation.checkpoint import capture, restore
 from simulation.cognition import prompts
 from simulation.cognition.converse import recap, utter
-from simulation.cognition.importance import rate_unrated
+from simulation.cognition.importance import rate_unrated, rating_due
 from simulation.cognition.perceive import perceive
 from simulation.cognition.plan import daily_plan, plan_steps
 from simulation.cognition.probe import answer_probe
@@ -268,7 +268,7 @@ class TownModel(mesa.Model):
         """The LLM phases; returns how many agents and conversations asked the LLM anything."""
         intents: dict[str, tuple[str, str, int | None]] = {}
         deciding = [a for a in self.order if self._needs_thought(a)]
-        await asyncio.gather(*(rate_unrated(a) for a in deciding if a.memory.unrated))
+        await asyncio.gather(*(rate_unrated(a) for a in deciding if rating_due(a, self.now)))
         await asyncio.gather(*(self._decide(a, intents) for a in deciding))
         self._open_conversations(intents)
         talking = sorted((c for c in self.conversations.values() if c.open), key=lambda c: c.id)

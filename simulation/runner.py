@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import secrets
 import socket
 from collections.abc import Callable
@@ -51,6 +52,8 @@ def make_backend(loaded: LoadedScenario, options: RunOptions) -> Backend:
 
 
 def new_run_id(name: str) -> str:
+    """``name-YYYYmmdd-HHMMSS-xxxx``; the name is made safe for a directory name."""
+    name = re.sub(r"[^\w.-]+", "-", name).strip("-.") or "run"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     return f"{name}-{stamp}-{secrets.token_hex(2)}"
 

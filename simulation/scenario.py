@@ -14,27 +14,46 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, NaiveDatetime, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, NaiveDatetime, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 from simulation.errors import FieldPath, InputError, Problem
-from simulation.yamlfile import YamlDocument, load_yaml
+from simulation.yamlfile import YamlDocument, load_yaml, missing_file, shown
 
+_ID_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 Identifier = Annotated[
     str,
     Field(
-        pattern=r"^[a-z][a-z0-9_]{0,63}$",
+        pattern=_ID_PATTERN,
         description="lower_snake_case id: a letter, then letters, digits or underscores",
     ),
 ]
-ShortText = Annotated[str, Field(min_length=1, max_length=200)]
-LongText = Annotated[str, Field(max_length=4000)]
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _one_line(value: str) -> str:
+    # Names, kinds and objects go into prompts and tables as one line each: a line break in a
+    # name would let it pose as a line of the prompt's own text.
+    if "\n" in value or "\t" in value or _CONTROL.search(value):
+        raise ValueError("must be one line of text (no line breaks, tabs or control characters)")
+    return value
+
+
+def _printable(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("must be plain text (no control characters)")
+    return value
+
+
+ShortText = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
+LongText = Annotated[str, Field(max_length=4000), AfterValidator(_printable)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class StrictModel(BaseModel):
     """Unknown keys are errors: a typo in a scenario must never be silently ignored."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, allow_inf_nan=False)
 
 
 def _clock_time(value: Any) -> Any:
@@ -97,6 +116,13 @@ class Persona(StrictModel):
     memories: list[LongText] = Field(
         default_factory=list, max_length=200, description="seed memories at the start of a run"
     )
+
+    @field_validator("relationships")
+    @classmethod
+    def _not_own_relation(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if info.data.get("id") in value:
+            raise ValueError(f"{info.data['id']!r} is this person's own id; relationships are with others")
+        return value
 
 
 class PopulationEntry(StrictModel):
@@ -165,6 +191,18 @@ class Clock(StrictModel):
     start: NaiveDatetime = Field(description="game time of the first tick, 'YYYY-MM-DD HH:MM' (no time zone)")
     tick_minutes: int = Field(10, ge=1, le=240, description="game minutes per tick")
     duration_hours: float = Field(24, gt=0, le=24 * 60, description="game hours in a full run")
+
+    @model_validator(mode="after")
+    def _possible(self) -> Clock:
+        if self.tick_minutes > self.duration_hours * 60:
+            raise ValueError(f"tick_minutes ({self.tick_minutes}) is longer than the whole run "
+                             f"(duration_hours {self.duration_hours:g} = {self.duration_hours * 60:g} minutes)")
+        try:
+            self.start + timedelta(hours=self.duration_hours)
+        except OverflowError:
+            raise ValueError(f"a run of {self.duration_hours:g} hours from {self.start:%Y-%m-%d %H:%M} "
+                             "would end after the year 9999") from None
+        return self
 
     @property
     def total_ticks(self) -> int:
@@ -275,8 +313,18 @@ class CognitionSettings(StrictModel):
     memory_window: int = Field(8, ge=1, le=100, description="recent memories shown in a prompt")
 
 
+def _run_dir_name(value: str) -> str:
+    # The name starts the run directory's name (runs/NAME-DATE-TIME-XXXX): no path separators,
+    # and short enough in bytes for any file system.
+    if "/" in value or "\\" in value:
+        raise ValueError("must not contain '/' or '\\' (it names the run directory)")
+    if len(value.encode("utf-8")) > 200:
+        raise ValueError("is longer than 200 bytes in UTF-8 (it names the run directory)")
+    return value
+
+
 class Scenario(StrictModel):
-    name: ShortText
+    name: Annotated[ShortText, AfterValidator(_run_dir_name)]
     description: LongText = ""
     seed: int = Field(0, ge=0, le=2**31 - 1)
     clock: Clock
@@ -350,7 +398,14 @@ def _pydantic_problems(doc: YamlDocument, exc: ValidationError, prefix: FieldPat
             continue
         seen.add(loc)
         msg = err["msg"]
-        if err["type"] == "extra_forbidden":
+        key = bool(loc) and loc[-1] == "[key]"  # a mapping key failed (relationships are keyed by persona id)
+        if key:
+            loc = loc[:-1]
+            msg = f"key: {msg}"
+        if err["type"] == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") == _ID_PATTERN:
+            msg = (f"{'key ' if key else ''}{shown(str(err['input']))} is not a lower_snake_case id (a letter, "
+                   f"then letters, digits or underscores): it should match pattern '{_ID_PATTERN}'")
+        elif err["type"] == "extra_forbidden":
             msg = f"unknown key {loc[-1]!r}"
         elif err["type"] == "missing":
             msg = "required field is missing"
@@ -440,8 +495,20 @@ def _check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPers
         topic_ids.add(topic.id)
     if sc.llm.model is not None and sc.llm.backend == "llamacpp":
         model_path = resolve_path(sc.llm.model, Path(doc.path).parent)
-        if not model_path.is_file():
-            problems.append(doc.problem(("llm", "model"), f"model file not found: {model_path}"))
+        why = missing_file(model_path)
+        if why is not None:
+            problems.append(doc.problem(("llm", "model"), f"model file {why}: {model_path}"))
+    if sc.memory.embedding_model is not None:
+        folder = resolve_path(sc.memory.embedding_model, Path(doc.path).parent)
+        if missing_file(folder / "modules.json") is not None:
+            problems.append(doc.problem(("memory", "embedding_model"),
+                                        f"no sentence-transformers model folder (with modules.json) at {folder}"))
+    for i, entry in enumerate(sc.personas):  # an inline persona belongs to this scenario: its ties must too
+        if entry.persona is not None:
+            for other in entry.persona.relationships:
+                if other not in agent_ids:
+                    problems.append(doc.problem(("personas", i, "persona", "relationships", other),
+                                                f"unknown persona {other!r}"))
     return problems
 
 
@@ -456,9 +523,9 @@ def load(path: Path | str) -> LoadedScenario:
             persona, source = entry.persona, f"{doc.path} (inline)"
         else:
             persona_path = Path(doc.path).parent / entry.file  # type: ignore[operator]
-            if not persona_path.is_file():
-                what = "is a directory" if persona_path.is_dir() else "not found"
-                problems.append(doc.problem(("personas", i, "file"), f"persona file {what}: {persona_path}"))
+            why = missing_file(persona_path)
+            if why is not None:
+                problems.append(doc.problem(("personas", i, "file"), f"persona file {why}: {persona_path}"))
                 continue
             try:
                 persona = load_persona(persona_path)

@@ -3,7 +3,8 @@
 Pydantic reports errors by field path (``("town", "paths", 3, "between")``); users need
 ``file:line:column``.  We compose the YAML node tree once, construct plain Python data
 with PyYAML's *safe* constructor (no Python object tags), and keep a map from field
-path to source position so any later error can be located.
+path to source position so any later error can be located. Every failure, down to a
+character YAML forbids or a scalar its constructor cannot convert, is an InputError.
 """
 
 from __future__ import annotations
@@ -47,6 +48,45 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
+def shown(value: str, limit: int = 40) -> str:
+    """A scalar as a message shows it: quoted, and cut short when it is long."""
+    return repr(value) if len(value) <= limit else f"{value[:limit // 2]!r}... ({len(value):,} characters)"
+
+
+class _ScalarError(yaml.constructor.ConstructorError):
+    """A scalar that is valid YAML but not a valid value of its type; knows its node, to name the field."""
+
+    def __init__(self, problem: str, node: yaml.Node):
+        super().__init__(None, None, problem, node.start_mark)
+        self.node = node
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a scalar its constructors cannot convert is a located error.
+
+    SafeConstructor lets plain Python exceptions escape for some valid-looking input: an
+    unquoted ``2023-02-30`` (ValueError), an integer of more than 4300 digits (ValueError),
+    ``!!bool maybe`` (KeyError), ``!!timestamp nope`` (AttributeError). They become
+    ConstructorErrors with the node's position, which load_yaml reports like any YAML error.
+    """
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError, IndexError) as exc:
+            kind = node.tag.rsplit(":", 1)[-1] if node.tag.startswith("tag:yaml.org,2002:") else node.tag
+            kind = {"timestamp": "date", "int": "number", "float": "number", "bool": "boolean"}.get(kind, kind)
+            if not isinstance(node, yaml.ScalarNode):
+                problem = f"a {'mapping' if isinstance(node, yaml.MappingNode) else 'list'} is not a valid {kind}"
+            elif kind == "number" and "digits" in str(exc):
+                problem = f"number too large ({len(node.value):,} digits)"
+            elif kind == "date" and str(exc) and not isinstance(exc, AttributeError):
+                problem = f"{shown(node.value)} is not a valid date ({exc})"
+            else:
+                problem = f"{shown(node.value)} is not a valid {kind}"
+            raise _ScalarError(problem, node) from None
+
+
 def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int:
     """Nodes the document would have with every alias expanded (an alias bomb is tiny on disk)."""
     key = id(node)
@@ -65,7 +105,7 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int
     return size
 
 
-def _index(doc: YamlDocument, node: yaml.Node, path: FieldPath, depth: int, visited: set[int]) -> None:
+def _index(doc: YamlDocument, node: yaml.Node, path: FieldPath, depth: int, visited: dict[int, FieldPath]) -> None:
     if depth > MAX_DEPTH:
         raise InputError(
             Problem(str(doc.path), f"nesting deeper than {MAX_DEPTH} levels", *_mark(node))
@@ -73,7 +113,7 @@ def _index(doc: YamlDocument, node: yaml.Node, path: FieldPath, depth: int, visi
     doc.positions.setdefault(path, _mark(node))
     if id(node) in visited:  # an alias of a node already indexed: its positions are known
         return
-    visited.add(id(node))
+    visited[id(node)] = path
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
@@ -99,13 +139,39 @@ def _index(doc: YamlDocument, node: yaml.Node, path: FieldPath, depth: int, visi
             _index(doc, item, path + (i,), depth + 1, visited)
 
 
+def missing_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file ("not found", "is a directory", an OS error), or None.
+
+    ``Path.is_file`` raises for some names (a component over 255 bytes: ENAMETOOLONG); here
+    every answer is a message for the user.
+    """
+    try:
+        if Path(path).is_file():
+            return None
+        return "is a directory" if Path(path).is_dir() else "not found"
+    except (OSError, ValueError) as exc:
+        return f"cannot be opened: {getattr(exc, 'strerror', None) or exc}"
+
+
+def _is_utf16(raw: bytes) -> bool:
+    """Text saved as UTF-16 with a byte-order mark (Windows editors do): its NULs are not binary."""
+    if raw[:2] not in (b"\xff\xfe", b"\xfe\xff"):
+        return False
+    try:
+        raw.decode("utf-16")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def read_text(path: Path, what: str = "file") -> str:
     """Read a user file as UTF-8 text, turning every OS/encoding failure into InputError."""
     p = Path(path)
-    if not p.exists():
-        raise InputError(Problem(str(p), f"{what} not found"))
-    if p.is_dir():
+    why = missing_file(p)
+    if why == "is a directory":
         raise InputError(Problem(str(p), f"expected a {what}, found a directory"))
+    if why is not None:
+        raise InputError(Problem(str(p), f"{what} {why}"))
     try:
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -115,14 +181,22 @@ def read_text(path: Path, what: str = "file") -> str:
         raw = p.read_bytes()
     except OSError as exc:
         raise InputError(Problem(str(p), f"cannot read {what}: {exc.strerror or exc}")) from None
+    if _is_utf16(raw):
+        raise InputError(Problem(str(p), f"{what} is UTF-16 text; save it as UTF-8"))
     if b"\x00" in raw:
-        raise InputError(Problem(str(p), f"not a text file (it contains NUL bytes)"))
+        raise InputError(Problem(str(p), "not a text file (it contains NUL bytes)", *_byte_mark(raw, raw.index(0))))
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(
-            Problem(str(p), f"not a UTF-8 text file (bad byte at offset {exc.start})")
+            Problem(str(p), f"not a UTF-8 text file (bad byte at offset {exc.start})", *_byte_mark(raw, exc.start))
         ) from None
+
+
+def _byte_mark(raw: bytes, offset: int) -> tuple[int, int]:
+    """Line and column (1-based, counting bytes) of a byte offset in a file."""
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    return raw.count(b"\n", 0, offset) + 1, offset - line_start + 1
 
 
 def load_yaml(path: Path | str, what: str = "file") -> YamlDocument:
@@ -131,7 +205,10 @@ def load_yaml(path: Path | str, what: str = "file") -> YamlDocument:
     text = read_text(p, what)
     if not text.strip():
         raise InputError(Problem(str(p), f"{what} is empty"))
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:  # raised while the loader scans the text for unprintables
+        raise InputError(_reader_problem(p, text, exc)) from None
     try:
         try:
             node = loader.get_single_node()
@@ -141,8 +218,13 @@ def load_yaml(path: Path | str, what: str = "file") -> YamlDocument:
             if _expanded_size(node, {}) > MAX_NODES:
                 raise InputError(Problem(
                     str(p), f"document expands to more than {MAX_NODES:,} values (too many aliases?)", 1, 1))
-            _index(doc, node, (), 0, set())
+            fields: dict[int, FieldPath] = {}
+            _index(doc, node, (), 0, fields)
             doc.data = loader.construct_document(node)
+        except _ScalarError as exc:
+            line, column = _mark(exc.node)
+            field = format_field(fields.get(id(exc.node), ()))
+            raise InputError(Problem(str(p), exc.problem or "invalid value", line, column, field)) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             msg = " ".join(s for s in (exc.context, exc.problem) if s)
@@ -157,6 +239,8 @@ def load_yaml(path: Path | str, what: str = "file") -> YamlDocument:
                     mark.column + 1 if mark else None,
                 )
             ) from None
+        except yaml.reader.ReaderError as exc:
+            raise InputError(_reader_problem(p, text, exc)) from None
         except yaml.YAMLError as exc:
             raise InputError(Problem(str(p), f"invalid YAML: {exc}")) from None
         except RecursionError:
@@ -164,3 +248,12 @@ def load_yaml(path: Path | str, what: str = "file") -> YamlDocument:
     finally:
         loader.dispose()
     return doc
+
+
+def _reader_problem(path: Path, text: str, exc: yaml.reader.ReaderError) -> Problem:
+    """A character YAML does not allow (a control character), located by line and column."""
+    before = text[: exc.position]
+    line = before.count("\n") + 1
+    column = exc.position - (before.rfind("\n") + 1) + 1
+    return Problem(str(path), f"invalid YAML: character U+{exc.character:04X} is not allowed in YAML text",
+                   line, column)

@@ -1,7 +1,10 @@
-"""The ``agora validate`` and ``agora schema`` commands, run as real subprocesses.
+"""The ``agora validate``, ``agora run`` and ``agora schema`` commands on good and bad input.
 
 Exit codes: 0 valid, 2 bad input with a message naming file and line on stderr, never a traceback.
-All invocations are started together once per module (they are independent) to keep the tests fast.
+Real subprocesses are started together once per module (they are independent) to keep the tests
+fast: one ``agora validate`` with the whole bad-input corpus, and ``agora run`` on a sample of it.
+Every corpus file also goes through ``validate`` and ``run`` in-process (typer's CliRunner), which
+exercises the same error-to-exit-code mapping without a process start per file.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from test_scenario import BAD_CASES, NAMED_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = "tests/data/bad"
@@ -29,7 +35,15 @@ BAD_FILES = {
     "python_tag.yaml": ("python_tag.yaml", 15, "YAML tag not allowed"),
     "inline_unquoted_time.yaml": ("inline_unquoted_time.yaml", 20, "quoted 'HH:MM'"),
     "refs_bad_persona.yaml": ("big_five_out_of_range.persona.yaml", 6, "big_five.openness"),
+    "clock_feb30_unquoted.yaml": ("clock_feb30_unquoted.yaml", 4, "not a valid date"),
+    "huge_int.yaml": ("huge_int.yaml", 16, "number too large"),
+    "control_char.yaml": ("control_char.yaml", 2, "character U+0007 is not allowed"),
 }
+
+# `agora run` as a real process, on a sample of the corpus: binary, an alias bomb, a Python tag,
+# values PyYAML itself cannot convert, an impossible clock and a bad referenced persona file.
+RUN_SAMPLE = ("binary.yaml", "billion_laughs.yaml", "python_tag.yaml", "huge_int.yaml",
+              "clock_feb30_unquoted.yaml", "clock_tick_longer_than_run.yaml", "refs_bad_persona.yaml")
 
 
 def _env() -> dict[str, str]:
@@ -74,6 +88,10 @@ def runs(tmp_inputs: dict[str, Path]) -> dict[str, subprocess.CompletedProcess[s
     }
     for name in BAD_FILES:
         calls[f"bad:{name}"] = _cli("validate", f"{BAD}/{name}")
+    calls["corpus"] = _cli("validate", *(f"{BAD}/{name}" for name in sorted(BAD_CASES)))
+    out = tmp_inputs["missing"].parent / "runs"
+    for name in RUN_SAMPLE:
+        calls[f"run:{name}"] = [str(AGORA), "run", f"{BAD}/{name}", "--out", str(out), "--quiet"]
 
     def run(args: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run(args, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
@@ -175,3 +193,56 @@ def test_schema_unknown_kind_exits_2(runs) -> None:
     _no_traceback(proc)
     assert "nonsense" in proc.stderr
     assert proc.stdout.strip() == ""
+
+
+# --------------------------------------------------------------------------- the whole bad-input corpus
+
+
+def _named(name: str) -> str:
+    return NAMED_FILE.get(name, name)
+
+
+def test_validate_whole_corpus_in_one_process(runs) -> None:
+    proc = runs["corpus"]
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    _no_traceback(proc)
+    assert proc.stdout.strip() == ""
+    for name in BAD_CASES:
+        assert _named(name) in proc.stderr, name
+
+
+@pytest.mark.parametrize("name", RUN_SAMPLE)
+def test_run_on_bad_input_exits_2_before_starting(runs, tmp_inputs, name: str) -> None:
+    proc = runs[f"run:{name}"]
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    _no_traceback(proc)
+    assert _named(name) in proc.stderr
+    assert proc.stdout.strip() == "", "no run directory is printed"
+    assert not (tmp_inputs["missing"].parent / "runs").exists(), "nothing is created for bad input"
+
+
+@pytest.fixture(scope="module")
+def cli_runner():
+    from simulation.cli import app
+
+    return lambda *args: CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "200"})
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+@pytest.mark.parametrize("name", sorted(BAD_CASES))
+def test_every_corpus_file_exits_2_in_process(cli_runner, tmp_path: Path, name: str, command: str) -> None:
+    extra = ["--out", str(tmp_path / "runs"), "--quiet"] if command == "run" else []
+    result = cli_runner(command, str(ROOT / BAD / name), *extra)
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output and "internal error" not in result.output
+    assert not (tmp_path / "runs").exists()
+    if name.endswith(".persona.yaml"):
+        # The CLI reads its argument as a scenario; a persona file may fail as one for other reasons.
+        assert name in result.stderr, result.stderr
+        return
+    fragments, line, _ = BAD_CASES[name]
+    where = f"{_named(name)}:{line}:" if line is not None else _named(name)
+    assert where in result.stderr, result.stderr
+    for fragment in (fragments,) if isinstance(fragments, str) else fragments:
+        assert fragment in _flat(result.stderr), result.stderr

@@ -192,6 +192,83 @@ BAD_CASES: dict[str, tuple[str | tuple[str, ...], int | None, str | None]] = {
     "missing_name.yaml": ("required field is missing", None, "name"),
     "bad_place_id.yaml": ("should match pattern", 9, "town.places[1].id"),
     "duplicate_topic.yaml": ("duplicate topic id 'party'", 17, "topics[1].id"),
+    # impossible clocks
+    "clock_zero_duration.yaml": ("greater than 0", 6, "clock.duration_hours"),
+    "clock_feb30.yaml": ("day value is outside expected range", 4, "clock.start"),
+    "clock_feb30_unquoted.yaml": ("'2023-02-30' is not a valid date (day is out of range for month)", 4, "clock.start"),
+    "clock_tick_longer_than_run.yaml": ("tick_minutes (240) is longer than the whole run", 3, "clock"),
+    "clock_past_year_9999.yaml": ("would end after the year 9999", 3, "clock"),
+    "clock_timezone.yaml": ("should not have timezone info", 4, "clock.start"),
+    "clock_fractional_tick.yaml": ("valid integer, got a number with a fractional part", 5, "clock.tick_minutes"),
+    # enormous values
+    "huge_int.yaml": ("number too large (5,000 digits)", 16, "seed"),
+    "huge_float.yaml": ("finite number", 6, "clock.duration_hours"),
+    "huge_name.yaml": ("at most 200 characters", 2, "name"),
+    "huge_backstory.persona.yaml": ("at most 4000 characters", 13, "backstory"),
+    "huge_age.persona.yaml": ("less than or equal to 120", 4, "age"),
+    "nan_position.yaml": ("finite number", 10, "town.places[1].position[0]"),
+    "billion_laughs.yaml": ("expands to more than 200,000 values", 1, None),
+    # nesting, binary and encodings, nothing in the file
+    "deep_nesting.yaml": ("nesting deeper than 64 levels", 3, None),
+    "binary.yaml": ("not a text file", 3, None),
+    "latin1.persona.yaml": ("not a UTF-8 text file", 3, None),
+    "utf16.yaml": ("UTF-16 text; save it as UTF-8", None, None),
+    "control_char.yaml": ("character U+0007 is not allowed", 2, None),
+    "comments_only.persona.yaml": ("persona file has no YAML content", None, None),
+    "null.persona.yaml": ("must be a mapping of fields, found nothing (null)", 1, None),
+    "scalar_top_level.yaml": ("must be a mapping of fields, found a string", 1, None),
+    # syntax
+    "syntax_tab_indent.yaml": (("invalid YAML", "found character '\\t'"), 5, None),
+    "syntax_unclosed_quote.persona.yaml": (("invalid YAML", "found unexpected end of stream"), 19, None),
+    "syntax_unclosed_bracket.yaml": (("invalid YAML", "expected ',' or ']'"), 12, None),
+    "two_documents.yaml": (("invalid YAML", "expected a single document"), 16, None),
+    "merge_not_mapping.yaml": (("invalid YAML", "mapping or list of mappings for merging"), 17, None),
+    "unhashable_key.yaml": (("invalid YAML", "found unhashable key"), 16, None),
+    # tags
+    "include_tag.yaml": ("YAML tag not allowed: '!include'", 13, None),
+    "python_name_tag.persona.yaml": (("YAML tag not allowed", "python/name:os.system"), 3, None),
+    "python_object_new.persona.yaml": (("YAML tag not allowed", "python/object/new:subprocess.Popen"), 13, None),
+    # wrong types
+    "wrong_type_age.persona.yaml": ("valid integer", 4, "age"),
+    "wrong_type_traits.persona.yaml": ("valid list", 6, "traits"),
+    "wrong_type_big_five.persona.yaml": ("valid dictionary", 7, "big_five"),
+    "wrong_type_personas.yaml": ("valid list", 13, "personas"),
+    "wrong_type_minutes.yaml": ("valid integer", 12, "town.paths[0].minutes"),
+    "name_newline.persona.yaml": ("must be one line of text", 3, "name"),
+    # unknown keys and references, duplicates
+    "unknown_key.persona.yaml": ("unknown key 'hobbies'", 19, "hobbies"),
+    "duplicate_key.persona.yaml": ("duplicate key 'age' (first defined on line 4)", 19, "age"),
+    "relationship_self.persona.yaml": ("'pat' is this person's own id", 17, "relationships"),
+    "relationship_bad_id.persona.yaml": ("key 'Ann Archer' is not a lower_snake_case id", 18,
+                                         "relationships.Ann Archer"),
+    "relationship_unknown_inline.yaml": ("unknown persona 'zed'", 31, "personas[1].persona.relationships.zed"),
+    "event_kind_unknown.yaml": ("'whisper' or 'place_event'", 17, "events[0].kind"),
+    "embedding_model_missing.yaml": (("no sentence-transformers model folder", "no_such_model_folder"), 17,
+                                     "memory.embedding_model"),
+    "persona_file_name_too_long.yaml": ("persona file cannot be opened", 14, "personas[0].file"),
+    "name_path_traversal.yaml": ("must not contain '/'", 2, "name"),
+}
+
+# The kinds of bad input issue 8 asks the corpus to cover, each with files that show it.
+KINDS: dict[str, tuple[str, ...]] = {
+    "syntax error": ("syntax_error.yaml", "syntax_tab_indent.yaml", "syntax_unclosed_quote.persona.yaml",
+                     "syntax_unclosed_bracket.yaml", "two_documents.yaml"),
+    "wrong type": ("clock_list.yaml", "wrong_type_age.persona.yaml", "wrong_type_traits.persona.yaml",
+                   "wrong_type_big_five.persona.yaml", "wrong_type_personas.yaml", "inline_unquoted_time.yaml"),
+    "unknown key": ("unknown_key_top.yaml", "unknown_key_place.yaml", "unknown_key.persona.yaml"),
+    "unknown reference": ("path_unknown_place.yaml", "whisper_unknown.yaml", "probe_unknown.yaml",
+                          "relationship_unknown_inline.yaml", "persona_file_missing.yaml"),
+    "duplicate": ("duplicate_key.yaml", "duplicate_key.persona.yaml", "duplicate_place.yaml",
+                  "duplicate_persona_file.yaml", "duplicate_topic.yaml"),
+    "impossible clock": ("negative_tick.yaml", "clock_zero_duration.yaml", "clock_feb30.yaml",
+                         "clock_feb30_unquoted.yaml", "clock_tick_longer_than_run.yaml", "clock_past_year_9999.yaml"),
+    "empty file": ("empty.yaml", "comments_only.persona.yaml", "null.persona.yaml"),
+    "binary file": ("binary.yaml", "latin1.persona.yaml", "utf16.yaml", "control_char.yaml"),
+    "enormous value": ("huge_int.yaml", "huge_float.yaml", "huge_name.yaml", "huge_backstory.persona.yaml",
+                       "huge_age.persona.yaml"),
+    "deep nesting or aliases": ("deep_nesting.yaml", "billion_laughs.yaml"),
+    "YAML tag": ("python_tag.yaml", "python_name_tag.persona.yaml", "python_object_new.persona.yaml",
+                 "include_tag.yaml"),
 }
 
 # cases whose problem is reported against another file than the one loaded
@@ -201,7 +278,28 @@ NAMED_FILE = {"refs_bad_persona.yaml": "big_five_out_of_range.persona.yaml"}
 def test_bad_table_matches_bad_directory() -> None:
     on_disk = {p.name for p in BAD.iterdir() if p.is_file()}
     assert on_disk == set(BAD_CASES)
-    assert len(BAD_CASES) >= 20
+    assert len(BAD_CASES) >= 30
+
+
+def test_corpus_covers_every_kind_of_bad_input() -> None:
+    for kind, names in KINDS.items():
+        assert names and set(names) <= set(BAD_CASES), kind
+
+
+def test_binary_corpus_files_are_really_binary() -> None:
+    assert b"\x00" in (BAD / "binary.yaml").read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        (BAD / "latin1.persona.yaml").read_bytes().decode("utf-8")
+    assert (BAD / "utf16.yaml").read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CASES))
+def test_bad_file_gives_one_problem_per_mistake(name: str) -> None:
+    """Each corpus file holds one mistake, so it must produce exactly one message (no cascades)."""
+    several = {"bad_place_id.yaml": 2}  # one bad id, used in two places
+    exc = _raise_input_error(BAD / name)
+    assert len(exc.problems) == several.get(name, 1), str(exc)
+    assert "Traceback" not in str(exc)
 
 
 @pytest.mark.parametrize("name", sorted(BAD_CASES))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
 from simulation.cognition.context import ask, context, situation
-from simulation.cognition.schemas import RecapAnswer, UtteranceAnswer
+from simulation.cognition.schemas import RecapAnswer, UtteranceAnswer, clip
 
 if TYPE_CHECKING:
     from simulation.agent import PersonaAgent
@@ -89,7 +89,7 @@ async def recap(agent: PersonaAgent, conv: Conversation) -> None:
     other = m.people[conv.partner(agent.agent_id)]
     tie = m.social.tie(agent.agent_id, other.agent_id)
     feeling = round((tie.sentiment if tie else 0.0) * 5)
-    default = RecapAnswer(summary=gist(agent, conv), view=(tie.view if tie and tie.view else
+    default = RecapAnswer(summary=gist(agent, conv), view=(clip(tie.view, 160) if tie and tie.view else
                           f"{agent.first_name} has talked with {other.first_name}."), feeling=feeling, importance=3)
     msgs = prompts.messages(
         agent.system_prompt, "recap.j2", **situation(agent), other_first=other.first_name,

@@ -5,11 +5,18 @@ costs nothing), then are rated together: up to ``CHUNK`` memories a question, al
 questions in one batch, before the agent decides. Trivial events were created with
 importance 1, the agent's own planned actions carry the rating their plan gave them, and
 utterances are rated with their conversation's recap, so none of those needs a question.
+
+An agent that thinks every tick (in a busy place, it keeps noticing people) would otherwise
+ask every tick about one or two memories. Its memories wait instead until ``RATE_AT`` of them
+are unrated, the oldest has waited ``RATE_WITHIN``, or it wakes up and plans its day; until
+then retrieval treats them as of middling importance. In the 25-agent town this halves the
+importance questions (``bench/town.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
@@ -21,6 +28,16 @@ if TYPE_CHECKING:
     from simulation.agent import PersonaAgent
 
 CHUNK = 8
+RATE_AT = 4
+RATE_WITHIN = timedelta(minutes=60)
+
+
+def rating_due(agent: PersonaAgent, now: datetime) -> bool:
+    """Whether the agent's unrated memories are rated this tick (it thinks now, see above)."""
+    unrated = agent.memory.unrated
+    if not unrated:
+        return False
+    return agent.status == "waking" or len(unrated) >= RATE_AT or now - unrated[0].created >= RATE_WITHIN
 
 
 async def _rate(agent: PersonaAgent, nodes: list[MemoryNode]) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from simulation.agent import Action, HourBlock
 from simulation.cognition import prompts
 from simulation.cognition.context import ask, context, memory_line
-from simulation.cognition.schemas import DailyPlan, PlanItem, Step, hours_model, plan_model, steps_model
+from simulation.cognition.schemas import DailyPlan, PlanItem, Step, clip, hours_model, plan_model, steps_model
 from simulation.memory.stream import SEED, SUMMARY, UTTERANCE, MemoryNode
 
 if TYPE_CHECKING:
@@ -179,9 +179,10 @@ async def plan_steps(agent: PersonaAgent) -> list[Action]:
     else:
         model = steps_model(m.place_ids)
         first = min(30, left)
-        example = [{"action": reaction or block.activity, "place": block.place, "minutes": first, "importance": 3}]
+        example = [{"action": clip(reaction or block.activity, 60), "place": block.place, "minutes": first,
+                    "importance": 3}]
         if left > first:
-            example.append({"action": block.activity, "place": block.place, "minutes": min(30, left - first),
+            example.append({"action": clip(block.activity, 60), "place": block.place, "minutes": min(30, left - first),
                             "importance": 2})
         default = model(steps=example)
         ctx = await context(agent, reaction or block.activity, "steps")

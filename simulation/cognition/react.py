@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from simulation.cognition import prompts
 from simulation.cognition.context import ask, context
 from simulation.cognition.converse import check_line
-from simulation.cognition.schemas import react_model
+from simulation.cognition.schemas import clip, react_model
 
 if TYPE_CHECKING:
     from simulation.agent import Focus, PersonaAgent
@@ -37,7 +37,7 @@ async def react(agent: PersonaAgent, focus: Focus) -> Reaction:
     other, event = focus.other, focus.event
     model = react_model(other is not None)
     if other is not None:
-        example = model(decision=TALK, detail=f"{_salutation(m.now.hour)}, {other.first_name}!")
+        example = model(decision=TALK, detail=clip(f"{_salutation(m.now.hour)}, {other.first_name}!", 120))
         query = f"{other.persona.name} {other.doing()}"
     else:
         example = model(decision=CONTINUE, detail="")

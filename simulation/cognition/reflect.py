@@ -65,6 +65,7 @@ async def reflect(agent: PersonaAgent) -> list[MemoryNode]:
     """Reflect once; the counter restarts whatever the model answers."""
     m = agent.model
     agent.memory.since_reflection = 0.0
+    agent.memory.reflected_upto = agent.memory.nodes[-1].id if agent.memory.nodes else 0
     recent = recent_for_questions(agent)
     if not recent:
         return []

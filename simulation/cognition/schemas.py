@@ -23,6 +23,12 @@ def _bounded(lo: int, hi: int) -> Any:
     return Annotated[int, Field(json_schema_extra={"minimum": lo, "maximum": hi}), _clamp(lo, hi)]
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to fit a schema field of ``limit`` characters (safe defaults and examples are
+    built from earlier answers and persona text, which may be longer than the field allows)."""
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
 def _text(max_length: int) -> Any:
     return Annotated[str, Field(min_length=1, max_length=max_length)]
 

@@ -14,14 +14,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from simulation.cognition.prompts import neutralise  # one rule for every prompt; re-exported for rewards
 from simulation.scenario import Persona
-
-
-def neutralise(value: Any) -> Any:
-    """Every rendered value: angle brackets become look-alikes, so no delimiter can be forged."""
-    if isinstance(value, str):
-        return value.replace("<", "\u2039").replace(">", "\u203a")
-    return value
 
 
 @lru_cache(maxsize=1)

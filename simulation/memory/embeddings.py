@@ -73,7 +73,9 @@ class Embedder:
                     transformers.utils.logging.disable_progress_bar()  # "Loading weights" on stderr
                     transformers.utils.logging.set_verbosity_error()
 
-                    self._model = SentenceTransformer(str(self.folder), device="cpu")
+                    # never code or pickled weights from a folder a scenario names: safetensors only
+                    self._model = SentenceTransformer(str(self.folder), device="cpu", trust_remote_code=False,
+                                                      model_kwargs={"use_safetensors": True})
                 except Exception as exc:  # a broken folder, a missing dependency
                     raise RunError(f"cannot load embedding model {self.folder}: {exc}") from None
                 size = getattr(self._model, "get_embedding_dimension", None) or \

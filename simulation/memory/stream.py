@@ -52,6 +52,9 @@ class MemoryStream:
     nodes: list[MemoryNode] = field(default_factory=list)
     since_reflection: float = 0.0
     """Summed importance of rated nodes (reflections excluded) since the last reflection."""
+    reflected_upto: int = 0
+    """Id of the newest node when the agent last reflected: older nodes rated later do not count
+    towards the next reflection (their ratings can wait a while, see cognition.importance)."""
     unrated: list[MemoryNode] = field(default_factory=list)
     """Nodes waiting for an importance rating (utterances wait for their conversation's recap)."""
 

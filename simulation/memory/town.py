@@ -142,7 +142,7 @@ class TownMemory:
         """Set a node's importance (from the LLM); it now counts towards the reflection threshold."""
         value = clamp_importance(importance)
         stream = self.stream(node.agent_id)
-        if node.importance is None and node.kind not in NOT_COUNTED:
+        if node.importance is None and node.kind not in NOT_COUNTED and node.id > stream.reflected_upto:
             stream.since_reflection += value
         node.importance = value
         if node in stream.unrated:
@@ -328,6 +328,7 @@ class TownMemory:
             nodes.append(node)
         for stream in memory.streams.values():
             last = max((i for i, n in enumerate(stream.nodes) if n.kind == REFLECTION), default=-1)
+            stream.reflected_upto = stream.nodes[last].id if last >= 0 else 0
             stream.since_reflection = sum(n.importance for n in stream.nodes[last + 1:]
                                           if n.importance is not None and n.kind not in NOT_COUNTED)
         missing = [n for n in nodes if n.id not in stored]
