@@ -29,34 +29,17 @@ class _State(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ActionState(_State):
-    text: str
-    place: str
-    minutes: int
-    ends: datetime | None = None
-    bedtime: bool = False
-    importance: float | None = None
-
-    @classmethod
-    def of(cls, action: Action) -> ActionState:
-        return cls(text=action.text, place=action.place, minutes=action.minutes, ends=action.ends,
-                   bedtime=action.bedtime, importance=action.importance)
-
-    def build(self) -> Action:
-        return Action(self.text, self.place, self.minutes, self.ends, self.bedtime, self.importance)
-
-
 class AgentState(_State):
     place: str
     status: str
     resume_status: str
-    action: ActionState | None
+    action: Action | None
     route: list[str]
     leg_left: float
     plan: list[dict[str, Any]]
     plan_day: date | None
     hours: dict[int, tuple[str, str]]
-    steps: list[ActionState]
+    steps: list[Action]
     steps_key: tuple[date, int] | None
     replan: str | None
     conversation_id: int | None
@@ -107,10 +90,10 @@ def capture(model: TownModel) -> str:
     for a in model.order:
         agents[a.agent_id] = AgentState(
             place=a.place, status=a.status, resume_status=a.resume_status,
-            action=ActionState.of(a.action) if a.action else None, route=list(a.route), leg_left=a.leg_left,
+            action=a.action, route=list(a.route), leg_left=a.leg_left,
             plan=[item.model_dump() for item in a.plan], plan_day=a.plan_day,
             hours={h: (b.activity, b.place) for h, b in a.hours.items()},
-            steps=[ActionState.of(s) for s in a.steps], steps_key=a.steps_key, replan=a.replan,
+            steps=list(a.steps), steps_key=a.steps_key, replan=a.replan,
             conversation_id=a.conversation.id if a.conversation else None,
             last_seen=dict(a.last_seen), last_talk=dict(a.last_talk), since_reflection=a.memory.since_reflection,
             reflected_upto=a.memory.reflected_upto,
@@ -160,12 +143,12 @@ def restore(model: TownModel, text: str) -> None:
         agent = model.people[agent_id]
         agent.set_place(s.place)
         agent.status, agent.resume_status = s.status, s.resume_status
-        agent.action = s.action.build() if s.action else None
+        agent.action = s.action
         agent.route, agent.leg_left = list(s.route), s.leg_left
         agent.plan = [PlanItem.model_validate(item) for item in s.plan]
         agent.plan_day = s.plan_day
         agent.hours = {h: HourBlock(h, activity, place) for h, (activity, place) in s.hours.items()}
-        agent.steps = [step.build() for step in s.steps]
+        agent.steps = list(s.steps)
         agent.steps_key = s.steps_key
         agent.replan = s.replan
         agent.conversation = model.conversations[s.conversation_id] if s.conversation_id is not None else None
