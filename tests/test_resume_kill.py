@@ -199,3 +199,21 @@ def test_resume_bad_input_exits_2(args, code, fragment):
     proc = subprocess.run([sys.executable, "-m", "simulation.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == code and fragment in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_transient_server_faults_change_nothing(tmp_path, scenario_file, reference):
+    """500s, 429s and dropped connections sprinkled over the run's requests: the openai backend's
+    retries absorb them and the run is row for row the uninterrupted one."""
+    rng = random.Random(7)
+    script = [rng.choice(["500", "429", "reset"]) if rng.random() < 0.2 else "ok" for _ in range(80)]
+    faults = sum(action != "ok" for action in script)
+    patient = scenario_file.with_name("patient.yaml")  # the same town, retrying for longer
+    patient.write_text(scenario_file.read_text().replace("  max_retries: 1", "  max_retries: 10").replace(
+        "  patience_s: 2", "  patience_s: 60"))
+    with FaultServer(script, answer=scripted_answer) as server:
+        printed = finish(agora("run", str(patient), "--ticks", str(TICKS), "--out", str(tmp_path), "--quiet",
+                               *llm_args(server.url, tmp_path / "cache.sqlite")))
+        served = len(server.bodies)
+    print(f"{faults} faults scheduled over the first {len(script)} of {served} requests")
+    assert served > len(script), "the run must have gone through the whole fault schedule"
+    assert_same_run(reference, Path(printed.strip().splitlines()[-1]))
