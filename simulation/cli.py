@@ -359,10 +359,11 @@ def print_summary(s: Any, wall: float) -> None:
 
 
 # Command groups that live in modules of their own (they import user_errors etc. from here).
-from simulation import cli_eval, cli_ui  # noqa: E402
+from simulation import cli_eval, cli_rewards, cli_ui  # noqa: E402
 
 cli_ui.register(app)
 cli_eval.register(app)
+cli_rewards.register(app)
 
 
 def main() -> None:

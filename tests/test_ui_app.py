@@ -187,6 +187,51 @@ def test_metrics_shows_relationship_density_rewards_and_evaluations(monkeypatch,
     assert sorted(array(evaluation["data"][0]["y"])) == [0.625, 0.875], "the latest score per agent and metric"
 
 
+def test_metrics_shows_reward_and_advantage_curves_of_agora_rewards(monkeypatch, tmp_path, finished_run):
+    """A run labelled by the rewards engine itself (a judge double whose scores vary by request)."""
+    from rewards_support import JudgeDouble
+
+    from simulation.evaluation import targets
+    from simulation.rewards import engine, rubric, store
+    from ui_support import copy_run
+
+    run_dir = copy_run(finished_run, tmp_path / "runs" / finished_run.name)
+    personas = {t.agent_id: t.persona for t in targets.resolve([run_dir])}
+    judge = JudgeDouble(scores=lambda req: dict(zip(rubric.KEYS, (1 + req.seed % 5, 4, 3, 1 + req.seed // 5 % 5))))
+    result = engine.label(run_dir / "run.db", personas, judge, JudgeDouble(), engine.RewardOptions(peer_critique=True))
+    store.write(run_dir / "run.db", result)
+
+    at = open_page(app(monkeypatch, run_dir), "metrics")
+    assert "Rewards" in [s.value for s in at.subheader]
+    by_title = {f["layout"].get("title", {}).get("text", ""): f for f in figures(at)}
+    curves = {t: by_title[t] for t in ("Reward per agent over time (mean per tick)",
+                                       "Advantage per agent over time (mean per tick)",
+                                       "Running total of reward per agent")}
+    own = rows(run_dir, "select r.agent_id, a.name, r.tick, r.reward, r.advantage from rewards r "
+                        "join agents a using (agent_id) where r.role = 'actor' order by r.tick, r.id")
+    names = {r["name"] for r in own}
+    for fig in curves.values():
+        assert {t["name"] for t in fig["data"]} == names, "one curve per agent with rewards"
+    person = own[0]["name"]
+    mine = [r for r in own if r["name"] == person]
+    ticks = sorted({r["tick"] for r in mine})
+    mean = {k: [sum(r[k] for r in mine if r["tick"] == t) / sum(r["tick"] == t for r in mine) for t in ticks]
+            for k in ("reward", "advantage")}
+    total, running = 0.0, []
+    for t in ticks:
+        total += sum(r["reward"] for r in mine if r["tick"] == t)
+        running.append(total)
+    for title, expected in (("Reward per agent over time (mean per tick)", mean["reward"]),
+                            ("Advantage per agent over time (mean per tick)", mean["advantage"]),
+                            ("Running total of reward per agent", running)):
+        trace = next(t for t in curves[title]["data"] if t["name"] == person)
+        assert array(trace["x"]) == ticks and array(trace["y"]) == pytest.approx(expected), title
+    summary = next(d.value for d in at.dataframe if "mean in_character" in d.value.columns)
+    assert set(summary["person"]) == names | {r["name"] for r in rows(
+        run_dir, "select distinct a.name from rewards r join agents a using (agent_id)")}
+    assert {"as speaker", "as critic", "as scorer"} <= set(summary.columns)
+
+
 # ---------------------------------------------------------------------- Runs
 
 def test_runs_lists_runs_side_by_side_and_names_a_broken_one(monkeypatch, finished_run, newer_run, tmp_path):

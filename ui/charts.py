@@ -254,13 +254,26 @@ def _sentiment_color(value: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
-def rewards(frame: pd.DataFrame) -> go.Figure:
+def _per_agent_lines(frame: pd.DataFrame, column: str, title: str, ytitle: str) -> go.Figure:
     fig = go.Figure()
     for name, group in frame.groupby("name", sort=True):
-        fig.add_trace(go.Scatter(x=group["tick"], y=group["reward"], mode="lines+markers", name=str(name)))
-    fig.update_layout(title="Reward per agent over time (mean per tick)", height=340,
-                      xaxis_title="tick", yaxis_title="reward", margin={"t": 40, "b": 10})
+        fig.add_trace(go.Scatter(x=group["tick"], y=group[column], mode="lines+markers", name=str(name)))
+    fig.update_layout(title=title, height=340, xaxis_title="tick", yaxis_title=ytitle, margin={"t": 40, "b": 10})
     return fig
+
+
+def rewards(frame: pd.DataFrame) -> go.Figure:
+    return _per_agent_lines(frame, "reward", "Reward per agent over time (mean per tick)", "reward")
+
+
+def advantages(frame: pd.DataFrame) -> go.Figure:
+    fig = _per_agent_lines(frame, "advantage", "Advantage per agent over time (mean per tick)", "advantage")
+    fig.add_hline(y=0, line_dash="dot", line_color="#868e96")
+    return fig
+
+
+def reward_totals(frame: pd.DataFrame) -> go.Figure:
+    return _per_agent_lines(frame, "total", "Running total of reward per agent", "total reward")
 
 
 def evaluations(frame: pd.DataFrame, suite: str) -> go.Figure:

@@ -362,12 +362,45 @@ def probes(db: RunDB) -> pd.DataFrame:
 
 
 def rewards(db: RunDB) -> pd.DataFrame | None:
-    """Mean reward per agent per tick, or None when the run has no rewards table."""
+    """Per agent and tick: mean reward, mean advantage, turns labelled and the running total of the
+    agent's rewards; None when the run has no rewards table. Only the agents' own turns (role
+    ``actor``: the judge's rubric rewards) when the table records roles."""
     if not db.has("rewards"):
         return None
-    return db.frame("select r.agent_id, a.name, r.tick, avg(r.reward) as reward, count(*) as labelled "
-                    "from rewards r left join agents a on a.run_id = r.run_id and a.agent_id = r.agent_id "
-                    "where r.run_id = ? group by r.agent_id, r.tick order by r.tick", (db.run_id,))
+    own = " and r.role = 'actor'" if db.has("rewards", "role") else ""
+    frame = db.frame(
+        "select r.agent_id, coalesce(a.name, r.agent_id) as name, r.tick, avg(r.reward) as reward, "
+        "avg(r.advantage) as advantage, sum(r.reward) as reward_sum, count(*) as labelled "
+        "from rewards r left join agents a on a.run_id = r.run_id and a.agent_id = r.agent_id "
+        f"where r.run_id = ?{own} group by r.agent_id, r.tick order by r.agent_id, r.tick", (db.run_id,))
+    frame["total"] = frame.groupby("agent_id")["reward_sum"].cumsum()
+    return frame.sort_values(["tick", "agent_id"], kind="stable").reset_index(drop=True)
+
+
+def reward_summary(db: RunDB) -> pd.DataFrame:
+    """One row per agent: turns labelled, mean reward and total of its own turns, the mean of each
+    rubric item, and (after a peer-critique pass) its mean reward as speaker, critic and scorer."""
+    if not db.has("rewards", "role"):
+        return pd.DataFrame()
+    rows = db.rows("select r.agent_id, coalesce(a.name, r.agent_id) as name, r.role, r.reward, r.scores "
+                   "from rewards r left join agents a on a.run_id = r.run_id and a.agent_id = r.agent_id "
+                   "where r.run_id = ? order by r.id", (db.run_id,))
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows)
+    out = []
+    for (agent, name), group in frame.groupby(["agent_id", "name"], sort=True):
+        own = group[group["role"] == "actor"]
+        row: dict[str, Any] = {"person": name, "turns": len(own), "mean reward": own["reward"].mean(),
+                               "total": own["reward"].sum()}
+        items = pd.DataFrame([_loads(s, {}) for s in own["scores"]])
+        for item in items.columns:
+            row[f"mean {item}"] = items[item].mean()
+        for role in ("speaker", "critic", "scorer"):
+            if (frame["role"] == role).any():
+                row[f"as {role}"] = group.loc[group["role"] == role, "reward"].mean()
+        out.append(row)
+    return pd.DataFrame(out)
 
 
 def evaluations(db: RunDB) -> pd.DataFrame | None:

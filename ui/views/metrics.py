@@ -72,7 +72,15 @@ def outcomes_section(db: RunDB) -> None:
     rewards = q.rewards(db)
     if rewards is not None and len(rewards):
         st.subheader("Rewards")
+        st.caption("From `agora rewards`: each utterance and decided action judged on the rubric (in character, "
+                   "own goals, responsive, plausible), reward 0-1; advantage = (reward - group mean) / group std "
+                   "within its conversation or tick (docs/rewards.md).")
         st.plotly_chart(charts.rewards(rewards), key="metrics_rewards")
+        st.plotly_chart(charts.advantages(rewards), key="metrics_advantages")
+        st.plotly_chart(charts.reward_totals(rewards), key="metrics_reward_totals")
+        summary = q.reward_summary(db)
+        if len(summary):
+            st.dataframe(summary, hide_index=True, width="stretch")
     scores = q.evaluations(db)
     if scores is not None and len(scores):
         st.subheader("Evaluation scores")
