@@ -35,6 +35,8 @@ class Action:
     bedtime: bool = False
     importance: float | None = None
     """Of the memory "X is <text> at <place>" formed when it starts (None: rated later)."""
+    call_id: int | None = None
+    """The ``llm_calls`` row whose answer queued it (None: no LLM answer did)."""
 
 
 @dataclass
@@ -208,7 +210,10 @@ class PersonaAgent(CellAgent):
         self.status = ACTING
         self.action.ends = m.now + timedelta(minutes=offset_minutes + max(1, self.action.minutes))
         text = f"{self.persona.name} is {self.action.text} at {m.town.name(self.place)}"
-        m.log_event(self, "action", text, {"minutes": self.action.minutes, "until": self.action.ends.strftime("%H:%M")})
+        data = {"minutes": self.action.minutes, "until": self.action.ends.strftime("%H:%M")}
+        if self.action.call_id is not None:
+            data["llm_call_id"] = self.action.call_id
+        m.log_event(self, "action", text, data)
         self.remember("observation", text, importance=self.action.importance)
 
     def advance(self, minutes: float) -> None:

@@ -386,7 +386,8 @@ def exported(run_dir: Path, tmp_path: Path) -> tuple[Path, engine.RewardResult]:
         n = 1 + req.seed % 5
         return dict(zip(rubric.KEYS, (n, n, 1 + req.seed // 7 % 5, 3)))
 
-    result = _label(run_dir, JudgeDouble(scores=varied), JudgeDouble(), peer_critique=True)
+    peers = JudgeDouble(peer=lambda req: f"Score: {1 + req.seed % 5}")  # critics' rewards differ too
+    result = _label(run_dir, JudgeDouble(scores=varied), peers, peer_critique=True)
     store.write(run_dir / "run.db", result)
     out = tmp_path / "export"
     export.export(run_dir / "run.db", out)
@@ -413,10 +414,12 @@ def test_every_exported_file_loads_and_passes_its_trainers_checks(exported: tupl
         if name.startswith("town/") or name.startswith("agents/isabella"):
             _trl_accepts(kind, data, tok, tmp_path / "trl")
     kto = load_dataset("json", data_files=str(out / "town/kto.jsonl"), split="train")
-    assert all(row["label"] == (row["advantage"] > 0) for row in kto)
-    assert {"actor", "critic", "scorer"} <= set(kto["role"])
+    assert all(row["label"] == (row["advantage"] > 0) and row["advantage"] != 0 for row in kto)
+    assert {"actor", "critic"} <= set(kto["role"]) and {True, False} <= set(kto["label"])
+    assert "scorer" not in set(kto["role"]), "a scorer's reward is 0 when it parses: never above or below its group"
+    assert set(kto.column_names) >= {"peer_reward", "peer_advantage"}, "every row carries every column"
     dpo = load_dataset("json", data_files=str(out / "town/dpo.jsonl"), split="train")
-    assert all(row["margin"] > 0 for row in dpo)
+    assert all(row["margin"] > 0 and row["agent_id"] == row["rejected_agent_id"] for row in dpo)
     sft = load_dataset("json", data_files=str(out / "town/sft.jsonl"), split="train")
     assert all(row["messages"][-1]["role"] == "assistant" for row in sft)
 
@@ -442,16 +445,16 @@ def test_exported_prompts_are_exactly_what_the_agents_were_given(exported: tuple
 
 def test_sft_takes_each_agents_best_turns_and_dpo_pairs_within_groups(exported: tuple[Path, Any]) -> None:
     out, _ = exported
-    kto = [json.loads(line) for line in (out / "town/kto.jsonl").read_text().splitlines()]
+    own = [json.loads(line) for line in (out / "town/grpo.jsonl").read_text().splitlines()]  # every own turn
     sft = [json.loads(line) for line in (out / "town/sft.jsonl").read_text().splitlines()]
-    for agent in {r["agent_id"] for r in kto if r["role"] == "actor"}:
-        mine = sorted((r["reward"] for r in kto if r["agent_id"] == agent and r["role"] == "actor"), reverse=True)
+    for agent in {r["agent_id"] for r in own}:
+        mine = sorted((r["reward"] for r in own if r["agent_id"] == agent), reverse=True)
         picked = sorted((r["reward"] for r in sft if r["agent_id"] == agent), reverse=True)
         assert len(picked) == max(1, math.ceil(0.25 * len(mine)))
         assert picked == mine[: len(picked)]
     dpo = [json.loads(line) for line in (out / "town/dpo.jsonl").read_text().splitlines()]
     assert dpo, "the varied scores make pairs"
-    rewards = {r["source"]: r["reward"] for r in kto if r["role"] == "actor"}
+    rewards = {r["source"]: r["reward"] for r in own}
     for pair in dpo:
         assert pair["margin"] == pytest.approx(rewards[pair["chosen_source"]] - rewards[pair["rejected_source"]])
     per_agent = json.loads((out / "manifest.json").read_text())["files"]
@@ -528,7 +531,7 @@ def test_rewards_command_judges_stores_and_exports(run_dir: Path, tmp_path: Path
     again = _agora(["rewards", str(run_dir), "--export", str(tmp_path / "again"), "--export-only", "--quiet"],
                    monkeypatch, JudgeDouble())
     assert again.exit_code == 0, again.output
-    assert (tmp_path / "again" / "town" / "kto.jsonl").read_text() == (out / "town" / "kto.jsonl").read_text()
+    assert (tmp_path / "again" / "town" / "grpo.jsonl").read_text() == (out / "town" / "grpo.jsonl").read_text()
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
@@ -579,3 +582,17 @@ def test_bundled_model_judges_a_few_turns(run_dir: Path, tmp_path: Path) -> None
     if result.rows:
         summary = export.export(run_dir / "run.db", tmp_path / "real")
         assert summary.files
+
+
+def test_actions_link_to_the_steps_call_that_queued_them(run_dir: Path) -> None:
+    """The engine records the call behind each action (events.data.llm_call_id); rewards use it."""
+    from simulation.rewards.turns import read_turns
+
+    _, turns = read_turns(run_dir / "run.db")
+    data = {r["id"]: json.loads(r["data"] or "{}") for r in _db_rows(
+        run_dir, "select id, data from events where kind = 'action'")}
+    purposes = {r["id"]: r["purpose"] for r in _db_rows(run_dir, "select id, purpose from llm_calls")}
+    linked = [t for t in turns if t.kind == "action" and "llm_call_id" in data[t.source_id]]
+    assert linked
+    for t in linked:
+        assert t.llm_call_id == data[t.source_id]["llm_call_id"] and purposes[t.llm_call_id] == "steps"

@@ -148,7 +148,7 @@ async def hour_block(agent: PersonaAgent) -> HourBlock:
     return agent.hours[hour]
 
 
-def fit_steps(steps: list[Step], window: int) -> list[Action]:
+def fit_steps(steps: list[Step], window: int, call_id: int | None = None) -> list[Action]:
     """Steps laid end to end over ``window`` minutes: later ones cut, the last one stretched or
     trimmed so the queue ends with the hour."""
     out: list[Action] = []
@@ -159,7 +159,7 @@ def fit_steps(steps: list[Step], window: int) -> list[Action]:
         text = step.action.strip().rstrip(".,;:!").strip()
         minutes = min(step.minutes, window - used)
         out.append(Action(text=text or "carrying on", place=step.place, minutes=minutes,
-                          importance=float(step.importance)))
+                          importance=float(step.importance), call_id=call_id))
         used += minutes
     if out and used < window:
         out[-1].minutes += window - used
@@ -193,7 +193,7 @@ async def plan_steps(agent: PersonaAgent) -> list[Action]:
         )
         answer = await ask(agent, msgs, model, default=default, purpose="steps", max_tokens=200)
         ok = answer.ok
-        steps = (fit_steps(answer.value.steps, left) if ok
+        steps = (fit_steps(answer.value.steps, left, answer.call_id) if ok
                  else [Action(reaction or block.activity, block.place, left)])
     agent.steps = steps
     agent.steps_key = (now.date(), now.hour)

@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from simulation.errors import InputError, Problem
+from simulation.errors import InputError, Problem, RunError
 from simulation.rewards import rubric
 from simulation.rewards.turns import connect_ro
 
@@ -162,7 +162,10 @@ def _by_ids(con: sqlite3.Connection, table: str, run_id: str, ids: set[int]) -> 
 
 
 def _usable(call: dict[str, Any] | None) -> bool:
-    return call is not None and bool(call["parse_ok"]) and not call["fallback"] and call["completion"] is not None
+    """An answer worth training on: parsed, not a default, and the first attempt (a retry's prompt
+    ends with the rejected answer and the engine's complaint about it)."""
+    return (call is not None and bool(call["parse_ok"]) and not call["fallback"] and call["completion"] is not None
+            and not call.get("attempt"))
 
 
 def collect(db_path: Path) -> tuple[str, dict[str, str], list[Example], int]:
@@ -172,7 +175,10 @@ def collect(db_path: Path) -> tuple[str, dict[str, str], list[Example], int]:
     except sqlite3.Error as exc:
         raise InputError(Problem(str(db_path), f"cannot read run.db: {exc}")) from None
     try:
-        run_id = con.execute("select run_id from runs limit 1").fetchone()[0]
+        first = con.execute("select run_id from runs limit 1").fetchone()
+        if first is None:
+            raise InputError(Problem(str(db_path), "run.db holds no run"))
+        run_id = first[0]
         tables = {r[0] for r in con.execute("select name from sqlite_master where type = 'table'")}
         if not {"rewards", "reward_calls"} <= tables:
             raise InputError(Problem(str(db_path), "no rewards in run.db yet: run `agora rewards RUN_DIR` first"))
@@ -231,8 +237,12 @@ def sft_rows(examples: list[Example], top: float) -> list[SFTRow]:
 
 
 def kto_rows(examples: list[Example]) -> list[KTORow]:
+    """Desirable (advantage > 0) and undesirable (< 0) turns; a turn exactly at its group's mean
+    (a group of one, or all equal) says nothing either way and is left out."""
     out = []
     for ex in examples:
+        if ex.advantage == 0:
+            continue
         peer = {}
         if ex.peer:
             peer = {"peer_reward": sum(p[0] for p in ex.peer) / len(ex.peer),
@@ -244,14 +254,15 @@ def kto_rows(examples: list[Example]) -> list[KTORow]:
 
 
 def dpo_rows(examples: list[Example]) -> list[DPORow]:
-    """Every pair of the agents' own answers in one group to the same kind of question (purpose)
-    whose rewards differ: the better one's prompt, chosen = its answer, rejected = the other's."""
-    groups: dict[tuple[str, str], list[Example]] = defaultdict(list)
+    """Every pair of one agent's own answers in one group to the same kind of question (purpose)
+    whose rewards differ: the better one's prompt, chosen = its answer, rejected = the other's.
+    Pairs never mix agents (that would teach a persona not to sound like its partner)."""
+    groups: dict[tuple[str, str, str], list[Example]] = defaultdict(list)
     for ex in examples:
         if ex.role == "actor":
-            groups[(ex.group, ex.purpose)].append(ex)
+            groups[(ex.group, ex.purpose, ex.agent_id)].append(ex)
     out = []
-    for (group, _), exs in groups.items():
+    for (group, _, _), exs in groups.items():
         for a, b in combinations(exs, 2):
             if a.reward == b.reward:
                 continue
@@ -289,7 +300,7 @@ def export(db_path: Path, out: Path, fmt: str = "trl", top: float = 0.25) -> Exp
         made = {"sft": sft_rows(examples, top), "kto": kto_rows(examples), "dpo": dpo_rows(examples),
                 "grpo": grpo_rows(examples, personas)}
     except ValidationError as exc:  # a row that does not fit its trainer's format is a bug, said plainly
-        raise InputError(Problem(str(db_path), f"rewards rows do not make valid training rows: {exc}")) from None
+        raise RunError(f"{db_path}: rewards rows do not make valid training rows: {exc}") from None
     files: dict[str, int] = {}
     per_agent: dict[str, dict[str, int]] = defaultdict(dict)
     try:
@@ -317,5 +328,5 @@ def _write(path: Path, rows: list[Any]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         for row in rows:
-            fh.write(row.model_dump_json(exclude_none=True) + "\n")
+            fh.write(row.model_dump_json() + "\n")  # every row has every column: datasets infers them per chunk
     return len(rows)

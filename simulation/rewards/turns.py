@@ -202,7 +202,9 @@ def _events(log: _Log) -> list[Turn]:
             elif other:
                 doing = next((s["action"] for s in log.states.get(e["tick"], []) if s["agent_id"] == other), "")
                 noticed = f"{log.names.get(other, other)}" + (f", {doing}" if doing else "")
-        else:
+        elif "llm_call_id" in data:  # recorded with the action (engines since run.db schema 3)
+            call = data["llm_call_id"]
+        else:  # older runs: the latest steps call that queued an action of this text
             prefix = f"{log.names.get(e['agent_id'], e['agent_id'])} is "
             call = next((cid for t, cid, actions in reversed(steps.get(e["agent_id"], [])) if t <= e["tick"]
                          and any(e["text"].startswith(f"{prefix}{a} at ") for a in actions)), None)
