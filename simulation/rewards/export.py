@@ -254,15 +254,16 @@ def kto_rows(examples: list[Example]) -> list[KTORow]:
 
 
 def dpo_rows(examples: list[Example]) -> list[DPORow]:
-    """Every pair of one agent's own answers in one group to the same kind of question (purpose)
+    """Every pair of the agents' own answers in one group to the same kind of question (purpose)
     whose rewards differ: the better one's prompt, chosen = its answer, rejected = the other's.
-    Pairs never mix agents (that would teach a persona not to sound like its partner)."""
-    groups: dict[tuple[str, str, str], list[Example]] = defaultdict(list)
+    In a town one agent rarely answers the same kind of question twice in one group (one action
+    a tick), so pairs are mostly across agents: a contextual negative, see docs/rewards.md."""
+    groups: dict[tuple[str, str], list[Example]] = defaultdict(list)
     for ex in examples:
         if ex.role == "actor":
-            groups[(ex.group, ex.purpose, ex.agent_id)].append(ex)
+            groups[(ex.group, ex.purpose)].append(ex)
     out = []
-    for (group, _, _), exs in groups.items():
+    for (group, _), exs in groups.items():
         for a, b in combinations(exs, 2):
             if a.reward == b.reward:
                 continue
