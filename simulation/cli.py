@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -366,7 +367,16 @@ cli_eval.register(app)
 cli_rewards.register(app)
 
 
+def _stop(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    # A graceful stop on Ctrl-C and on SIGTERM (a scheduler, `docker stop`, `kill`): the tick in
+    # flight is rolled back and the run can be resumed. SIGINT is set explicitly because a process
+    # started in the background by a non-interactive shell inherits it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _stop)
     app()
 
 

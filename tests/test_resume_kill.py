@@ -167,7 +167,8 @@ def test_server_gone_stops_at_a_tick_boundary_and_resumes_on_another_server(tmp_
     assert_same_run(reference, run_dir)
 
 
-def test_ctrl_c_saves_the_ticks_done_and_says_how_to_resume(tmp_path, scenario_file, reference):
+def test_sigterm_stops_like_ctrl_c_and_says_how_to_resume(tmp_path, scenario_file, reference):
+    """SIGTERM (a scheduler, `docker stop`) is a graceful stop like Ctrl-C (test_run_e2e sends SIGINT)."""
     with FaultServer(answer=scripted_answer) as server:
         out = tmp_path / "runs"
         proc = agora("run", str(scenario_file), "--ticks", str(TICKS), "--out", str(out), "--quiet",
@@ -176,7 +177,7 @@ def test_ctrl_c_saves_the_ticks_done_and_says_how_to_resume(tmp_path, scenario_f
         while not (found := list(out.glob("*/run.db"))) or ticks_done(found[0].parent) < 2:
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
         _, errors = proc.communicate(timeout=120)
         run_dir = found[0].parent
         assert proc.returncode == 130
