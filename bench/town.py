@@ -31,7 +31,7 @@ from simulation import scenario
 from simulation.llm.backend import OnDone
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.relationships import density_by_tick
-from simulation.runner import RunOptions, create_run, make_backend
+from simulation.runner import RunOptions, create_run, finish, make_backend
 from simulation.scenario import LoadedScenario, ResolvedPersona
 
 FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
@@ -88,6 +88,7 @@ def one(n: int, ticks: int, scripted: bool, out: Path) -> dict[str, object]:
         for _ in range(ticks):
             run.model.step()
         wall = time.perf_counter() - started
+        finish(run, "finished")  # kept runs (--out) can then be judged, evaluated and viewed as finished
     finally:
         backend.close()
     db = run.store.db
