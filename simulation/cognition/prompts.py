@@ -13,37 +13,17 @@ the request's JSON schema, built from code and place ids only, so no text can ch
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from simulation import templating
+from simulation.templating import neutralise  # noqa: F401  (the rule, for callers that import it from here)
 
 DATA_TAGS = ("persona", "town", "situation", "memories")
 """The blocks that hold data in cognition prompts."""
 
 
-def neutralise(value: Any) -> Any:
-    """Every rendered value: angle brackets become look-alikes (‹ ›), so no tag can be forged or closed."""
-    if isinstance(value, str):
-        return value.replace("<", "\u2039").replace(">", "\u203a")
-    return value
-
-
-@lru_cache(maxsize=1)
-def _env() -> Environment:
-    return Environment(
-        loader=PackageLoader("simulation.cognition", "templates"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        autoescape=False,
-        finalize=neutralise,
-    )
-
-
 def render(template: str, **context: Any) -> str:
-    return _env().get_template(template).render(**context).strip()
+    return templating.render(("simulation.cognition",), template, **context)
 
 
 def messages(system: str, template: str, **context: Any) -> list[dict[str, str]]:

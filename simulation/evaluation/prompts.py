@@ -9,29 +9,14 @@ and write outside it. The answer format is the request's JSON schema, which no t
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
-from simulation.cognition.prompts import neutralise  # one rule for every prompt; re-exported for rewards
+from simulation import templating
 from simulation.scenario import Persona
 
 
-@lru_cache(maxsize=1)
-def _env() -> Environment:
-    return Environment(
-        loader=PackageLoader("simulation.evaluation", "templates"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-        finalize=neutralise,
-    )
-
-
 def render(template: str, **context: Any) -> str:
-    return _env().get_template(template).render(**context).strip()
+    return templating.render(("simulation.evaluation",), template, **context)
 
 
 def person_name(agent_id: str) -> str:

@@ -9,25 +9,16 @@ blocks, and every value passes through ``neutralise`` so no text can forge a del
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
-from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
-
-from simulation.evaluation.prompts import neutralise, persona_context
+from simulation import templating
+from simulation.evaluation.prompts import persona_context
 from simulation.scenario import Persona
 
 
-@lru_cache(maxsize=1)
-def _env() -> Environment:
-    loader = ChoiceLoader([PackageLoader("simulation.rewards", "templates"),
-                           PackageLoader("simulation.evaluation", "templates")])
-    return Environment(loader=loader, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                       autoescape=False, finalize=neutralise)
-
-
 def render(template: str, **context: Any) -> str:
-    return _env().get_template(template).render(**context).strip()
+    """Rewards' own templates, and the evaluation's (the judge and role-play system messages)."""
+    return templating.render(("simulation.rewards", "simulation.evaluation"), template, **context)
 
 
 def judge_messages(persona: Persona, template: str, **context: Any) -> list[dict[str, str]]:
