@@ -159,6 +159,14 @@ def backend_choice(backend: str | None, model: str | None, base_url: list[str] |
                          cache_path=cache_path)
 
 
+QuietOpt = Annotated[bool, typer.Option(help="no progress bar or summary; print only the run directory")]
+
+
+def _show_progress(quiet: bool) -> bool:
+    """A progress bar on a terminal unless --quiet; AGORA_PROGRESS=1 forces it (e.g. when piped)."""
+    return not quiet and console.is_terminal or os.environ.get("AGORA_PROGRESS") == "1"
+
+
 @app.command()
 @user_errors
 def run(
@@ -171,7 +179,7 @@ def run(
     base_url: BaseUrlOpt = None,
     cache: CacheOpt = None,
     cache_path: CachePathOpt = None,
-    quiet: Annotated[bool, typer.Option(help="no progress bar or summary; print only the run directory")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run a scenario; prints the run directory (which holds run.db)."""
     from simulation import scenario as sc
@@ -183,7 +191,7 @@ def run(
     settings = llm_settings(loaded, options.llm)
     if model and settings.backend == "llamacpp" and not sc.resolve_path(model, Path.cwd()).is_file():
         raise InputError(sc.Problem("--model", f"model file not found: {model}"))
-    show = not quiet and console.is_terminal or os.environ.get("AGORA_PROGRESS") == "1"
+    show = _show_progress(quiet)
     with console.status(f"starting the {settings.backend} backend...", spinner="dots") if show else nullcontext():
         llm = make_backend(loaded, options)
     progress = _RunProgress(enabled=show)
@@ -202,7 +210,7 @@ def resume(
     base_url: BaseUrlOpt = None,
     cache: CacheOpt = None,
     cache_path: CachePathOpt = None,
-    quiet: Annotated[bool, typer.Option(help="no progress bar or summary; print only the run directory")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Continue a run from its last committed tick (after Ctrl-C, an error, or a killed process).
 
@@ -211,7 +219,7 @@ def resume(
     from simulation.runner import RunOptions, resume_run
 
     options = RunOptions(ticks=ticks, llm=backend_choice(backend, model, base_url, cache, cache_path))
-    show = not quiet and console.is_terminal or os.environ.get("AGORA_PROGRESS") == "1"
+    show = _show_progress(quiet)
     progress = _RunProgress(enabled=show)
     started = time.perf_counter()
     with console.status("rebuilding the run's state...", spinner="dots") if show else nullcontext():

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
+from scripted import AnsweringBackend
+
 from simulation.evaluation import ipip
-from simulation.llm.backend import OnDone
-from simulation.llm.types import LLMRequest, RawCompletion
+from simulation.llm.types import LLMRequest
 
 
 def persona_name(req: LLMRequest) -> str:
@@ -36,7 +37,7 @@ def default_verdict(req: LLMRequest) -> str:
     return "Score: 7" if req.purpose.startswith("cons_") else "Score: 4"
 
 
-class EvalDouble:
+class EvalDouble(AnsweringBackend):
     name = "evaldouble"
     model_id = "evaldouble-v1"
 
@@ -79,18 +80,3 @@ class EvalDouble:
             first = persona_name(req).split()[0]
             return json.dumps({"backstory": f"{first} grew up two streets away and never saw a reason to leave town."})
         return json.dumps({})
-
-    def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
-        self.batches.append(list(requests))
-        out = []
-        for i, req in enumerate(requests):
-            text = self.answer(req)
-            c = RawCompletion(text=text, prompt_tokens=len(json.dumps(req.messages)) // 4,
-                              completion_tokens=len(text) // 4, latency_s=0.001, finish_reason="stop")
-            out.append(c)
-            if on_done:
-                on_done(i, c)
-        return out
-
-    def close(self) -> None:
-        self.closed = True

@@ -43,7 +43,32 @@ def _enum(schema: dict[str, Any], name: str) -> list[Any]:
 _NUMBERED = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
 
 
-class ScriptedBackend:
+class AnsweringBackend:
+    """A test-double backend: ``answer(request)`` gives each text; records every batch it was handed."""
+
+    batches: list[list[LLMRequest]]
+    closed: bool
+
+    def answer(self, req: LLMRequest) -> str:
+        raise NotImplementedError
+
+    def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
+        self.batches.append(list(requests))
+        out = []
+        for i, req in enumerate(requests):
+            text = self.answer(req)
+            c = RawCompletion(text=text, prompt_tokens=len(json.dumps(req.messages)) // 4,
+                              completion_tokens=len(text) // 4, latency_s=0.001, finish_reason="stop")
+            out.append(c)
+            if on_done:
+                on_done(i, c)
+        return out
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class ScriptedBackend(AnsweringBackend):
     name = "scripted"
     model_id = "scripted-v1"
 
@@ -109,18 +134,3 @@ class ScriptedBackend:
         if req.purpose.startswith("probe"):
             return json.dumps({"answer": "I heard there is a party at Hobbs Cafe."})
         return json.dumps({})
-
-    def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
-        self.batches.append(list(requests))
-        out = []
-        for i, req in enumerate(requests):
-            text = self.answer(req)
-            c = RawCompletion(text=text, prompt_tokens=len(json.dumps(req.messages)) // 4,
-                              completion_tokens=len(text) // 4, latency_s=0.001, finish_reason="stop")
-            out.append(c)
-            if on_done:
-                on_done(i, c)
-        return out
-
-    def close(self) -> None:
-        self.closed = True
