@@ -31,6 +31,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from simulation import batching  # noqa: E402
 from simulation.llm.cache import CachedBackend, ReplayCache  # noqa: E402
 from simulation.llm.client import LLMClient  # noqa: E402
 from simulation.scenario import load_persona  # noqa: E402
@@ -66,7 +67,7 @@ def ask_all(client: LLMClient, prompts: list[list[dict[str, str]]], batched: boo
             return await asyncio.gather(*(one(i, m) for i, m in enumerate(prompts)))
         return [await one(i, m) for i, m in enumerate(prompts)]
 
-    return asyncio.run(run())
+    return batching.run(run(), name="bench")
 
 
 def measure(label: str, backend: Any, prompts: list, batched: bool, max_tokens: int) -> dict[str, Any]:

@@ -13,7 +13,6 @@ See docs/cognition.md.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from typing import Any
 import mesa
 
 from simulation.agent import ACTING, IDLE, SLEEPING, TALKING, WAKING, Action, Focus, PersonaAgent
+from simulation.batching import BatchLoop
 from simulation.checkpoint import capture, restore
 from simulation.cognition import prompts
 from simulation.cognition.converse import recap, utter
@@ -104,9 +104,10 @@ class TownModel(mesa.Model):
             )
             self.people[agent.agent_id] = agent
         self.order = [self.people[k] for k in sorted(self.people)]
-        # A plain event loop, not asyncio.run(): asyncio.run's SIGINT handler would let a
-        # running batch finish before Ctrl-C is seen; here it interrupts between tokens.
-        self.loop = asyncio.new_event_loop()
+        # Our own event loop, not asyncio.run(): asyncio.run's SIGINT handler would let a
+        # running batch finish before Ctrl-C is seen; here it interrupts between tokens. A
+        # BatchLoop sends each phase's requests as one batch and turns a stuck phase into an error.
+        self.loop = BatchLoop()
         self.conversations: dict[int, Conversation] = {}
         self.ended: list[Conversation] = []
         """Conversations ended this tick, waiting for both sides' recaps."""
@@ -174,7 +175,7 @@ class TownModel(mesa.Model):
         self._deliver_scheduled()
         self._routine()
         self._perceive()
-        deciding = self.loop.run_until_complete(self._think())
+        deciding = self._think()
         self._act()
         self._record_states()
         self._commit(started, before, deciding)
@@ -264,21 +265,24 @@ class TownModel(mesa.Model):
         if agent.status == IDLE and not agent.has_steps(self.now):
             await plan_steps(agent)
 
-    async def _think(self) -> int:
-        """The LLM phases; returns how many agents and conversations asked the LLM anything."""
+    def _think(self) -> int:
+        """The LLM phases, each run for all its agents together (simulation/batching.py: one batch
+        per round of requests); returns how many agents and conversations asked the LLM anything.
+        A phase that cannot make progress raises ``PhaseStuck`` (a RunError) before the commit."""
+        run = self.loop.run_phase
         intents: dict[str, tuple[str, str, int | None]] = {}
         deciding = [a for a in self.order if self._needs_thought(a)]
-        await asyncio.gather(*(rate_unrated(a) for a in deciding if rating_due(a, self.now)))
-        await asyncio.gather(*(self._decide(a, intents) for a in deciding))
+        run("importance", [(a.agent_id, rate_unrated(a)) for a in deciding if rating_due(a, self.now)])
+        run("decide", [(a.agent_id, self._decide(a, intents)) for a in deciding])
         self._open_conversations(intents)
         talking = sorted((c for c in self.conversations.values() if c.open), key=lambda c: c.id)
-        await asyncio.gather(*(self._advance(c) for c in talking))
+        run("converse", [(c.next_speaker, self._advance(c)) for c in talking])
         ended, self.ended = self.ended, []
-        await asyncio.gather(*(recap(self.people[a], c) for c in ended for a in c.participants))
+        run("recap", [(a, recap(self.people[a], c)) for c in ended for a in c.participants])
         thinking = {a.agent_id for a in deciding} | {a for c in talking for a in c.participants}
         threshold = self.scenario.memory.reflection_threshold
-        await asyncio.gather(*(reflect(a) for a in self.order
-                               if a.agent_id in thinking and a.memory.since_reflection >= threshold))
+        run("reflect", [(a.agent_id, reflect(a)) for a in self.order
+                        if a.agent_id in thinking and a.memory.since_reflection >= threshold])
         return len(deciding) + len(talking)
 
     # ------------------------------------------------------------------ conversations
@@ -405,10 +409,8 @@ class TownModel(mesa.Model):
             ids = sorted(self.people) if probe.agents == "all" else probe.agents
             jobs += [(self.people[a], probe.question, index) for a in ids]
 
-        async def ask_all() -> list[tuple[str, bool, int | None]]:
-            return await asyncio.gather(*(answer_probe(a, q, i) for a, q, i in jobs))
-
-        for (agent, question, _), (answer, ok, call_id) in zip(jobs, self.loop.run_until_complete(ask_all()), strict=True):
+        answers = self.loop.run_phase("probe", [(a.agent_id, answer_probe(a, q, i)) for a, q, i in jobs])
+        for (agent, question, _), (answer, ok, call_id) in zip(jobs, answers, strict=True):
             self.buffer.add("probes", {
                 "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": agent.agent_id,
                 "question": question, "answer": answer, "ok": int(ok), "llm_call_id": call_id,

@@ -574,6 +574,7 @@ def add_backstories(people: list[Sampled], backend: Any, seed: int, temperature:
 
     from pydantic import BaseModel, ConfigDict
 
+    from simulation import batching
     from simulation.evaluation import prompts
     from simulation.llm.client import LLMClient
 
@@ -599,7 +600,7 @@ def add_backstories(people: list[Sampled], backend: Any, seed: int, temperature:
     async def all_() -> list[bool]:
         return list(await asyncio.gather(*(one(s) for s in people)))
 
-    return sum(not ok for ok in asyncio.run(all_()))
+    return sum(not ok for ok in batching.run(all_(), name="backstories"))
 
 
 def marginals_figure(spec: PopulationSpec, people: list[Sampled]) -> Any:

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from simulation import batching
 from simulation.errors import RunError
 from simulation.llm.client import LLMClient, parse_answer
 from simulation.llm.seeds import derive_seed
@@ -67,7 +68,7 @@ def test_concurrent_asks_form_one_batch():
     async def main():
         return await asyncio.gather(*(ask(client, f"a{i}") for i in range(7)))
 
-    answers = asyncio.run(main())
+    answers = batching.run(main())
     assert backend.batches == [7]
     assert sorted(a.value.n for a in answers) == list(range(7))
     assert client.stats.calls == 7 and client.stats.batches == 1
@@ -84,7 +85,7 @@ def test_sequential_steps_of_one_agent_form_successive_batches():
     async def main():
         await asyncio.gather(agent("a"), agent("b"), agent("c"))
 
-    asyncio.run(main())
+    batching.run(main())
     assert backend.batches == [3, 3]
 
 
@@ -92,7 +93,7 @@ def test_bad_answer_retried_once_with_new_seed_then_default():
     backend = CountingBackend(bad=2)
     records = []
     client = LLMClient(backend, run_seed=1, on_call=lambda r: records.append(r) or len(records))
-    answer = asyncio.run(ask(client, "a"))
+    answer = batching.run(ask(client, "a"))
     assert not answer.ok and answer.value.n == -1
     assert [r.attempt for r in records] == [0, 1]
     assert records[0].request.seed != records[1].request.seed
@@ -104,7 +105,7 @@ def test_bad_answer_retried_once_with_new_seed_then_default():
 def test_retry_recovers():
     backend = CountingBackend(bad=1)
     client = LLMClient(backend, run_seed=1)
-    answer = asyncio.run(ask(client, "a"))
+    answer = batching.run(ask(client, "a"))
     assert answer.ok and answer.value.n == 0
     assert client.stats.calls == 2 and client.stats.fallbacks == 0
 
@@ -115,7 +116,7 @@ def test_backend_failure_reaches_every_waiting_agent():
     async def main():
         return await asyncio.gather(*(ask(client, f"a{i}") for i in range(3)), return_exceptions=True)
 
-    results = asyncio.run(main())
+    results = batching.run(main())
     assert all(isinstance(r, RunError) for r in results)
 
 
@@ -130,14 +131,14 @@ def test_wrong_number_of_answers_is_a_run_error_not_a_hang():
         return await asyncio.wait_for(
             asyncio.gather(*(ask(client, f"a{i}") for i in range(3)), return_exceptions=True), timeout=10)
 
-    results = asyncio.run(main())
+    results = batching.run(main())
     assert all(isinstance(r, RunError) and "2 answers for 3 requests" in str(r) for r in results)
 
 
 def test_retry_shows_the_rejected_answer_and_why():
     backend = CountingBackend(bad=1)
     client = LLMClient(backend, run_seed=1)
-    asyncio.run(ask(client, "a"))
+    batching.run(ask(client, "a"))
     first, retry = backend.seen
     assert len(retry.messages) == len(first.messages) + 2
     assert retry.messages[-2] == {"role": "assistant", "content": "{oops"}
@@ -147,15 +148,15 @@ def test_retry_shows_the_rejected_answer_and_why():
 def test_check_rejects_a_well_formed_answer():
     backend = CountingBackend()
     client = LLMClient(backend, run_seed=1)
-    answer = asyncio.run(ask(client, "a", check=lambda v: "zero is not allowed" if v.n == 0 else None))
+    answer = batching.run(ask(client, "a", check=lambda v: "zero is not allowed" if v.n == 0 else None))
     assert not answer.ok and client.stats.parse_failures == 2
 
 
 def test_max_tokens_setting_caps_every_request():
     backend = CountingBackend()
     client = LLMClient(backend, run_seed=1, max_tokens=50)
-    asyncio.run(ask(client, "a", max_tokens=200))
-    asyncio.run(ask(client, "b", max_tokens=20))
+    batching.run(ask(client, "a", max_tokens=200))
+    batching.run(ask(client, "b", max_tokens=20))
     assert [r.max_tokens for r in backend.seen] == [50, 20]
 
 
@@ -165,7 +166,7 @@ def test_truncated_answer_is_a_parse_failure():
             return [RawCompletion(text='{"n": 1', finish_reason="length") for _ in requests]
 
     client = LLMClient(Cut(), run_seed=1)
-    answer = asyncio.run(ask(client, "a"))
+    answer = batching.run(ask(client, "a"))
     assert not answer.ok
 
 

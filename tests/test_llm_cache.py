@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from simulation import batching
 from simulation.errors import RunError
 from simulation.llm.cache import CachedBackend, ReplayCache, default_cache_path
 from simulation.llm.client import LLMClient
@@ -165,7 +166,7 @@ def test_client_accounts_cache_hits(cache):
                 client.ask([{"role": "user", "content": f"q{i}"}], N, default=N(n=0, seed=0), purpose="p",
                            agent_id=f"a{i}", tick=0) for i in range(3)))
 
-        return asyncio.run(asks()), client.stats
+        return batching.run(asks()), client.stats
 
     first, s1 = run_once()
     second, s2 = run_once()

@@ -13,6 +13,7 @@ from conftest import FLAGSHIP, ROOT
 from llm_servers import FaultServer, free_port, llama_server
 from pydantic import BaseModel, Field
 
+from simulation import batching
 from simulation.errors import RunError
 from simulation.llm.client import LLMClient
 from simulation.llm.openai import OpenAIBackend
@@ -87,7 +88,7 @@ def test_malformed_bodies_become_an_error_answer_and_the_client_falls_back():
         assert out.error and "not a chat completion" in out.error and srv.url in out.error
         calls = []
         client = LLMClient(b, run_seed=1, on_call=lambda rec: calls.append(rec) or None)
-        loop = asyncio.new_event_loop()
+        loop = batching.BatchLoop()
         answer = loop.run_until_complete(client.ask([{"role": "user", "content": "hi"}], N, default=N(n=-1),
                                                     purpose="t", agent_id="a", tick=0))
         b.close()
@@ -242,7 +243,7 @@ def test_llama_cpp_server_answers_16_schema_requests_that_all_parse(real_server)
                        m, default=m.model_validate(_default(m)), purpose="t", agent_id=f"a{i}", tick=0)
             for i, m in enumerate(models)))
 
-    answers = asyncio.run(all_asks())
+    answers = batching.run(all_asks())
     assert client.stats.batches >= 1
     assert all(a.ok for a in answers), [a.value for a in answers]
     assert be.servers[0].mode in ("json_schema", "json_object"), "the schema reached the server"

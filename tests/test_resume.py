@@ -210,3 +210,43 @@ def test_state_is_json_in_run_db(make_run):
     assert tick == 2
     parsed = json.loads(state)
     assert parsed["tick"] == 2 and set(parsed["agents"]) == set(run.model.people)
+
+
+def test_a_stuck_phase_stops_at_the_tick_boundary_names_who_waits_and_resumes_exactly(make_run, reference,
+                                                                                     monkeypatch):
+    """The watchdog end to end: one agent's step waits on a future nobody resolves, mid-run. The
+    tick in flight is dropped, the error names the phase and the agent, and the run resumes to the
+    same rows as the uninterrupted one."""
+    import asyncio
+
+    import simulation.model as model_module
+    from simulation.batching import PhaseStuck
+
+    real = model_module.plan_steps
+    stuck: list[str] = []
+
+    async def plan_steps(agent):
+        if agent.model.tick >= 5 and not stuck:
+            stuck.append(agent.agent_id)
+            await asyncio.get_running_loop().create_future()
+        return await real(agent)
+
+    monkeypatch.setattr(model_module, "plan_steps", plan_steps)
+    run = make_run(ScriptedBackend(), ticks=TICKS)
+    run.model.loop.stall_s = 0
+    with pytest.raises(PhaseStuck) as error:
+        step_run(run)
+    stopped_at = run.model.tick
+    assert stopped_at >= 5
+    assert f"phase 'decide' is stuck" in str(error.value) and f"{stuck[0]}: waiting at" in str(error.value)
+    finish(run, "failed", str(error.value))
+    run.store.close()
+    con = sqlite3.connect(run.run_dir / "run.db")
+    assert con.execute("select ticks_done from runs").fetchone()[0] == stopped_at, "committed ticks kept"
+    con.close()
+    monkeypatch.undo()
+    resumed, _ = resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
+    step_run(resumed)
+    resumed.model.ask_probes()
+    finish(resumed, "finished")
+    assert_same_run(reference, resumed.run_dir)

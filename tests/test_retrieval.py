@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
+from simulation import batching
 from simulation.memory import TownMemory
 from simulation.memory.scoring import Weights, minmax, score
 from simulation.scenario import MemorySettings, RetrievalWeights
@@ -117,7 +118,7 @@ def test_a_phase_of_queries_is_one_embedding_call_and_one_faiss_call(embedder):
         return await asyncio.gather(*(mem.retrieve(a, f"what does {a} think about the party {i}?", "test")
                                       for i, a in enumerate(agents)))
 
-    results = asyncio.run(phase())
+    results = batching.run(phase())
     assert mem.index.search_calls == searches + 1
     assert embedder.encode_calls == encodes + 1
     assert mem.stats.batches == 1 and mem.stats.queries == len(agents)
@@ -133,7 +134,7 @@ def test_excluded_ids_are_not_candidates(embedder):
     async def one():
         return await mem.retrieve("ann", "note", "test", exclude={nodes[0].id, nodes[2].id})
 
-    assert {n.id for n in asyncio.run(one())} == {nodes[1].id, nodes[3].id}
+    assert {n.id for n in batching.run(one())} == {nodes[1].id, nodes[3].id}
 
 
 def test_retrievals_are_logged_with_their_scores(make_run, scripted):

@@ -2,8 +2,9 @@
 
 ``context`` retrieves the agent's memories for a query (batched with the phase's other
 retrievals) and lays out time, place, what the agent is doing, what is on its mind and
-what it remembers. ``ask`` waits for the phase's pending retrievals before it parks its
-question with the LLM client, so every question of a phase goes out in one batch.
+what it remembers. ``ask`` parks the question with the LLM client; the phase's retrievals
+go out before its questions (simulation/batching.py), so every question of a phase goes out
+in one batch.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ T = TypeVar("T", bound=BaseModel)
 async def ask(agent: PersonaAgent, messages: list[dict[str, str]], model: type[T], *, default: T, purpose: str,
               max_tokens: int, check: Callable[[T], str | None] | None = None) -> Answer[T]:
     m = agent.model
-    await m.memory.settled()
     return await m.llm.ask(messages, model, default=default, purpose=purpose, agent_id=agent.agent_id,
                            tick=m.tick, max_tokens=max_tokens, check=check)
 

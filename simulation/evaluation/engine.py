@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from types import ModuleType
 from typing import Any
 
+from simulation import batching
 from simulation.errors import InputError, Problem
 from simulation.evaluation import bigfive, consistency, interview, personagym
 from simulation.evaluation.session import SUITES, EvalOptions, Metric, Session
@@ -122,7 +123,7 @@ def evaluate(
         return list(await asyncio.gather(*(MODULES[s].run(session, ts) for s, ts in plan.items())))
 
     started = time.perf_counter()
-    outcomes = asyncio.run(run_all())
+    outcomes = batching.run(run_all(), name="evaluation")
     wall = time.perf_counter() - started
     metrics: list[Metric] = []
     for (suite, ts), results in zip(plan.items(), outcomes):

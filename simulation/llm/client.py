@@ -1,16 +1,14 @@
 """The batching client: agents await single answers, the backend sees whole batches.
 
-Agent cognition is ordinary sequential ``async`` code. Each ``ask`` parks its request and
-awaits a future; once every runnable coroutine of the phase has parked (the pending list
-stops growing while the event loop spins), the whole list goes to the backend as one
-batch. Answers are validated against the caller's pydantic model; a failure is retried
+Agent cognition is ordinary sequential ``async`` code. Each ``ask`` parks its request in a
+``Batcher`` (simulation/batching.py); once the event loop has nothing else to run, every
+request parked goes to the backend as one batch. Answers are validated against the caller's pydantic model; a failure is retried
 once, with a new seed and the rejected answer plus the reason appended to the prompt,
 then the caller's safe default is used and logged, never raised.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from simulation.errors import RunError
+from simulation.batching import Batcher
 from simulation.llm.backend import Backend
 from simulation.llm.seeds import derive_seed
 from simulation.llm.types import CallRecord, LLMRequest, RawCompletion
@@ -27,7 +25,8 @@ from simulation.llm.types import CallRecord, LLMRequest, RawCompletion
 T = TypeVar("T", bound=BaseModel)
 
 MAX_ATTEMPTS = 2
-_SETTLE_SPINS = 3
+PRIORITY = 1
+"""Batcher priority: after memory retrieval (0), so agents who retrieve first join the same batch."""
 
 
 @dataclass
@@ -89,8 +88,8 @@ class LLMClient:
         self.on_call = on_call
         self.on_progress = on_progress
         self.stats = ClientStats()
-        self._pending: list[tuple[LLMRequest, asyncio.Future[RawCompletion]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._batcher: Batcher[LLMRequest, RawCompletion] = Batcher(
+            f"backend {backend.name}", self._send, priority=PRIORITY)
 
     async def ask(
         self,
@@ -122,7 +121,7 @@ class LLMClient:
                 agent_id=agent_id,
                 tick=tick,
             )
-            completion = await self._submit(request)
+            completion = await self._batcher.submit(request, who=agent_id, purpose=purpose)
             text = completion.text
             if completion.error:
                 value, error = None, completion.error
@@ -163,36 +162,12 @@ class LLMClient:
             )
         return None
 
-    async def _submit(self, request: LLMRequest) -> RawCompletion:
-        future: asyncio.Future[RawCompletion] = asyncio.get_running_loop().create_future()
-        self._pending.append((request, future))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.ensure_future(self._flush_when_settled())
-        return await future
-
-    async def _flush_when_settled(self) -> None:
-        size = -1
-        while size != len(self._pending):
-            size = len(self._pending)
-            for _ in range(_SETTLE_SPINS):
-                await asyncio.sleep(0)
-        batch, self._pending = self._pending, []
+    async def _send(self, requests: list[LLMRequest]) -> list[RawCompletion]:
+        """One batch to the backend: awaited where the backend talks to servers (its requests are in
+        flight together), called directly where it computes in this process."""
         self.stats.batches += 1
         on_done = (lambda _i, c: self.on_progress(c)) if self.on_progress else None  # type: ignore[misc]
-        requests = [r for r, _ in batch]
-        try:
-            agenerate = getattr(self.backend, "agenerate", None)
-            if agenerate is not None:  # network backends: requests run concurrently, the loop stays live
-                answers = await agenerate(requests, on_done)
-            else:
-                answers = self.backend.generate(requests, on_done)
-            if len(answers) != len(batch):
-                raise RunError(f"backend {self.backend.name} returned {len(answers)} answers for {len(batch)} requests")
-        except Exception as exc:  # the backend is unusable: every waiting agent sees it
-            for _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(exc)
-            return
-        for (_, fut), answer in zip(batch, answers):
-            if not fut.done():  # a waiter cancelled (Ctrl-C) no longer wants its answer
-                fut.set_result(answer)
+        agenerate = getattr(self.backend, "agenerate", None)
+        if agenerate is not None:
+            return await agenerate(requests, on_done)
+        return self.backend.generate(requests, on_done)

@@ -1,12 +1,12 @@
 """Every agent's memory stream, one vector index for the town, and batched retrieval.
 
 Agents ``await retrieve(...)`` as ordinary sequential code. Like the LLM client, this
-parks the request; once every runnable coroutine has parked, the whole phase's queries go
-through at once: the phase's new memories and its queries are embedded in one model call,
-the index is searched in one FAISS call, and all candidates are scored together with
-numpy. Retrieved memories get their last-access time set to now. LLM questions wait for
-pending retrievals first (``settled``), so an agent that retrieves before it asks still
-lands in the same LLM batch as one that asks straight away.
+parks the request in a ``Batcher`` (simulation/batching.py); once the event loop has nothing
+else to run, the whole phase's queries go through at once: the phase's new memories and its
+queries are embedded in one model call, the index is searched in one FAISS call, and all
+candidates are scored together with numpy. Retrieved memories get their last-access time set
+to now. Retrieval batches go before LLM batches (a lower priority number), so an agent that
+retrieves before it asks still lands in the same LLM batch as one that asks straight away.
 
 Every retrieval is logged (``retrievals``), every node and its vector go to run.db
 (``memories``, ``embeddings``), and ``from_db`` rebuilds the whole thing from run.db.
@@ -14,7 +14,6 @@ Every retrieval is logged (``retrievals``), every node and its vector go to run.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from simulation.batching import Batcher
 from simulation.memory.embeddings import Embedder, get_embedder
 from simulation.memory.index import MemoryIndex, Ranking
 from simulation.memory.scoring import Weights
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from simulation.scenario import MemorySettings
     from simulation.store import TickBuffer
 
-_SETTLE_SPINS = 2
-"""Event-loop turns without a new request before a retrieval batch goes (the LLM client waits 3)."""
+PRIORITY = 0
+"""Batcher priority: retrievals go before LLM questions (the LLM client's is 1)."""
 NOT_COUNTED = (REFLECTION, SUMMARY)
 """Kinds whose importance does not push an agent towards reflecting (no reflection cascades)."""
 
@@ -60,7 +60,6 @@ class _Request:
     purpose: str
     k: int
     exclude: frozenset[int]
-    future: asyncio.Future[list[list[MemoryNode]]] | None = None
 
 
 @dataclass
@@ -95,9 +94,8 @@ class TownMemory:
         self._row_nodes: list[MemoryNode] = []
         self._unembedded: list[MemoryNode] = []
         self._dirty: dict[int, MemoryNode] = {}
-        self._pending: list[_Request] = []
-        self._waiters: list[asyncio.Future[None]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._batcher: Batcher[_Request, list[list[MemoryNode]]] = Batcher(
+            "memory retrieval", self._send, priority=PRIORITY)
         self._next_id = 1
 
     # ------------------------------------------------------------------ time
@@ -198,48 +196,11 @@ class TownMemory:
     async def retrieve_many(self, agent_id: str, queries: Sequence[str], purpose: str, *, k: int | None = None,
                             exclude: Iterable[int] = ()) -> list[list[MemoryNode]]:
         """One list of memories per query; one step should ask all its queries in one call."""
-        loop = asyncio.get_running_loop()
-        request = _Request(agent_id, list(queries), purpose, k or self.settings.top_k, frozenset(exclude),
-                           loop.create_future())
-        self._pending.append(request)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.ensure_future(self._flush_when_settled())
-        assert request.future is not None
-        return await request.future
+        request = _Request(agent_id, list(queries), purpose, k or self.settings.top_k, frozenset(exclude))
+        return await self._batcher.submit(request, who=agent_id, purpose=purpose)
 
-    async def settled(self) -> None:
-        """Return once no retrieval is waiting (LLM questions are asked after the phase's retrievals).
-        It first lets the phase's other coroutines run up to their retrievals."""
-        for _ in range(_SETTLE_SPINS):
-            await asyncio.sleep(0)
-        while self._pending:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            await waiter
-
-    async def _flush_when_settled(self) -> None:
-        size = -1
-        while size != len(self._pending):
-            size = len(self._pending)
-            for _ in range(_SETTLE_SPINS):
-                await asyncio.sleep(0)
-        batch, self._pending = self._pending, []
-        try:
-            results = self.search_now(batch)
-        except Exception as exc:  # every waiting agent sees it; the run stops at the tick boundary
-            for request in batch:
-                if request.future is not None and not request.future.done():
-                    request.future.set_exception(exc)
-        else:
-            for request, result in zip(batch, results):
-                if request.future is not None and not request.future.done():
-                    request.future.set_result(result)
-        finally:
-            if not self._pending:
-                waiters, self._waiters = self._waiters, []
-                for waiter in waiters:
-                    if not waiter.done():
-                        waiter.set_result(None)
+    async def _send(self, batch: list[_Request]) -> list[list[list[MemoryNode]]]:
+        return self.search_now(batch)
 
     def search_now(self, requests: Sequence[_Request]) -> list[list[list[MemoryNode]]]:
         """Answer requests synchronously: one embedding call, one FAISS call, vectorised scoring."""

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from simulation import batching
 from simulation.errors import InputError, Problem
 from simulation.evaluation.session import EvalOptions, Session
 from simulation.llm.backend import Backend
@@ -173,7 +174,7 @@ def label(
         return list(js), list(cs)
 
     started = time.perf_counter()
-    judgements, critiques = asyncio.run(run_all())
+    judgements, critiques = batching.run(run_all(), name="rewards")
     wall = time.perf_counter() - started
     judge_info = {"backend": judge_backend.name, "model": judge_backend.model_id}
     peer_info = {"backend": agents.name, "model": agents.model_id} if options.peer_critique else None

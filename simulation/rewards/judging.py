@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from simulation import batching
 from simulation.evaluation.session import EvalOptions, Session
 from simulation.llm.backend import Backend
 from simulation.rewards import arithmetic, prompts, rubric
@@ -105,6 +106,6 @@ def reward_function(backend: Backend, seed: int = 0, temperature: float = 0.0) -
             return list(await asyncio.gather(*(one(p, sc, k, c) for p, sc, k, c
                                                in zip(persona, scene, kind, completions, strict=True))))
 
-        return asyncio.run(every())
+        return batching.run(every(), name="judging")
 
     return social_rubric_reward
