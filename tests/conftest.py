@@ -7,6 +7,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
+MINIMAL = ROOT / "tests" / "data" / "good" / "minimal.yaml"
+"""Two people in two places: real-model tests that check a mechanism, not the town, run it."""
 sys.path.insert(0, str(Path(__file__).parent))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from conftest import FLAGSHIP, ROOT
+from conftest import FLAGSHIP, MINIMAL, ROOT
 
 AGORA = [sys.executable, "-m", "simulation.cli"]
 
@@ -126,13 +126,19 @@ def test_bad_tick_count_exits_2(tmp_path):
 
 @pytest.mark.slow
 def test_same_seed_same_run_on_the_real_model(make_run, tmp_path):
-    """Deterministic end to end: same scenario, seed and model give the same events and answers."""
+    """Deterministic end to end: same scenario, seed and model give the same events and answers.
+    Two people, three ticks: the flagship's eight (2 ticks x 2 runs) took 111 s on an idle machine
+    and 528 s on a busy one, close to pytest's 900 s limit (whose timeout then hung the old
+    batcher: tests/test_batching.py)."""
+    from simulation import scenario
     from simulation.llm.llamacpp import LlamaCppBackend
+
+    minimal = scenario.load(MINIMAL)
 
     def one(out):
         backend = LlamaCppBackend()
         try:
-            run = make_run(backend, ticks=2, out=out)
+            run = make_run(backend, ticks=3, out=out, loaded=minimal)
             for _ in range(run.ticks):
                 run.model.step()
         finally:
