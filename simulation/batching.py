@@ -135,6 +135,9 @@ class BatchLoop(asyncio.SelectorEventLoop):
     def run_phase(self, name: str, jobs: Iterable[tuple[str, Coroutine[Any, Any, T]]]) -> list[T]:
         """Run one coroutine per job (label, coroutine) together, each as a task named by its label,
         and return their results in order. Raises ``PhaseStuck`` if the phase can make no progress."""
+        jobs_list = list(jobs)
+        if not jobs_list:
+            return []
 
         async def together() -> list[T]:
             tasks = [asyncio.ensure_future(coro) for _, coro in jobs_list]
@@ -142,9 +145,6 @@ class BatchLoop(asyncio.SelectorEventLoop):
                 task.set_name(label)
             return list(await asyncio.gather(*tasks))
 
-        jobs_list = list(jobs)
-        if not jobs_list:
-            return []
         return self.run_main(name, together())
 
     def run_main(self, name: str, coro: Coroutine[Any, Any, T]) -> T:
