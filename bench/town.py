@@ -30,8 +30,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from simulation import scenario
 from simulation.llm.backend import OnDone
 from simulation.llm.types import LLMRequest, RawCompletion
-from simulation.relationships import density_by_tick
-from simulation.runner import RunOptions, create_run, finish, make_backend
+from simulation import Simulation
+from simulation.llm.factory import build_backend
+from simulation.rundb import metrics
 from simulation.scenario import LoadedScenario, ResolvedPersona
 
 FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
@@ -81,32 +82,31 @@ def one(n: int, ticks: int, scripted: bool, out: Path) -> dict[str, object]:
 
         backend = Timed(ScriptedBackend())
     else:
-        backend = Timed(make_backend(loaded, RunOptions()))
+        backend = Timed(build_backend(loaded.scenario.llm, Path(loaded.path).parent))
     try:
-        run = create_run(loaded, backend, RunOptions(out=out, ticks=ticks))
-        started = time.perf_counter()
-        for _ in range(ticks):
-            run.model.step()
-        wall = time.perf_counter() - started
-        finish(run, "finished")  # kept runs (--out) can then be judged, evaluated and viewed as finished
+        with Simulation.from_scenario(loaded, backend=backend, out=out, ticks=ticks) as run:
+            ended: list[tuple[float, float]] = []  # (wall clock, seconds in the backend) after the last tick
+            started = time.perf_counter()
+            # the probes at the end are not part of a game hour: measure up to the last tick
+            run.run(on_tick=lambda s: ended.append((time.perf_counter(), backend.seconds)))
+            wall, llm_seconds = ended[-1][0] - started, ended[-1][1]
     finally:
         backend.close()
-    db = run.store.db
+    con, run_id = run.db.conn, run.run_id
     hours = ticks * loaded.scenario.clock.tick_minutes / 60
-    calls, pt, ct, failures = db.execute(
-        "select count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), "
-        "coalesce(sum(1 - parse_ok), 0) from llm_calls").fetchone()
-    purposes = dict(db.execute("select purpose, count(*) from llm_calls group by purpose order by 2 desc").fetchall())
-    aware = []
-    for tick in range(ticks):
-        aware.append(db.execute("select count(distinct agent_id) from memories where kind != 'seed' and tick <= ? "
-                                "and lower(text) like '%party%'", [tick]).fetchone()[0])
-    density = density_by_tick(db, run.run_id)
+    calls, pt, ct, failures = con.execute(
+        "select sum(llm_calls), sum(prompt_tokens), sum(completion_tokens), sum(parse_failures) from ticks "
+        "where run_id = ?", [run_id]).fetchone()
+    purposes = dict(con.execute("select purpose, count(*) from llm_calls where purpose not like 'probe%' "
+                                "group by purpose order by 2 desc").fetchall())
+    party = metrics.awareness(con, run_id).get("party", [])
+    aware = [sum(1 for a in party if a.tick <= tick) for tick in range(ticks)]
+    density = metrics.density_by_tick(con, run_id)
     memory = run.model.memory
     return {
         "agents": n, "hours": hours, "calls": calls, "calls_h": calls / n / hours,
         "tokens_h": (pt + ct) / n / hours, "failures": failures, "wall_h": wall / hours,
-        "outside": 1 - backend.seconds / wall, "memory_share": memory.stats.seconds / wall,
+        "outside": 1 - llm_seconds / wall, "memory_share": memory.stats.seconds / wall,
         "purposes": purposes, "aware": aware, "density": (density[0][2], density[-1][2]),
         "retrievals": memory.stats.queries, "run_db": run.store.path,
     }

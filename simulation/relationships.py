@@ -4,7 +4,9 @@ A directed networkx graph: the edge a -> b is a's side of the relationship (a's 
 in words, a's sentiment from -1 to 1, and the conversations they have had). Edges start
 from the personas' ``relationships``; after every conversation each side's recap updates
 its edge. Changed edges become ``relationships`` rows at the tick they changed, so the
-graph (and its density) can be rebuilt for any tick from run.db alone.
+graph (and its density) can be rebuilt for any tick from run.db alone: that reading side,
+and the definition of the density itself, live in ``simulation.rundb.metrics``
+(``density_by_tick`` is re-exported here for older callers).
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import networkx as nx
+
+from simulation.rundb.metrics import density_by_tick, knows_pairs, pair_density
+
+__all__ = ["SocialGraph", "Tie", "density_by_tick"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,8 @@ class SocialGraph:
         return g
 
     def density(self) -> float:
-        return float(nx.density(self.knows()))
+        """Who-knows-whom density now, by the definition run.db's readers use (``rundb.metrics``)."""
+        return pair_density(self.graph.number_of_nodes(), len(knows_pairs(self.graph.edges, self.graph.nodes)))
 
     def changed_rows(self) -> list[dict[str, object]]:
         """Rows for the edges changed since the last call (then forgotten), in a stable order."""
@@ -67,18 +74,3 @@ class SocialGraph:
                          "sentiment": round(t.sentiment, 4), "view": t.view})
         self._changed.clear()
         return rows
-
-
-def density_by_tick(db, run_id: str) -> list[tuple[int, str, float]]:
-    """(tick, sim_time, density of the 'knows' graph) for every tick of a run, from run.db alone."""
-    people = [r[0] for r in db.execute("select agent_id from agents where run_id = ?", [run_id]).fetchall()]
-    changes: dict[int, list[tuple[str, str]]] = {}
-    for tick, a, b in db.execute("select tick, agent_id, other_id from relationships where run_id = ?", [run_id]):
-        changes.setdefault(tick, []).append((a, b))
-    g = nx.Graph()
-    g.add_nodes_from(people)
-    out = []
-    for tick, sim_time in db.execute("select tick, sim_time from ticks where run_id = ? order by tick", [run_id]):
-        g.add_edges_from(changes.get(tick, []))
-        out.append((tick, sim_time, float(nx.density(g))))
-    return out

@@ -1,12 +1,17 @@
-"""What happened in a run, computed from run.db alone (the CLI summary; later the viewer too)."""
+"""What happened in a run, computed from run.db alone: the summary `agora run` prints.
+
+Shared numbers (topic awareness, who-knows-whom density, LLM totals) come from
+``simulation.rundb.metrics``, which the viewer uses too, so the two never disagree.
+"""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import sqlite_utils
+from simulation.rundb import RunDB, metrics
 
 
 @dataclass
@@ -54,12 +59,13 @@ class RunSummary:
     awareness: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """topic id -> (name, game time of their first run-time memory mentioning it), earliest first."""
     probes: list[tuple[str, str, str]] = field(default_factory=list)
+    """(agent name, question, answer)."""
     memory_kinds: dict[str, int] = field(default_factory=dict)
     """Memories formed during the run by kind (seed memories excluded)."""
     retrievals: int = 0
     density: tuple[float, float] | None = None
-    """Density of the who-knows-whom graph at the first and the last tick."""
-    """(agent name, question, answer)."""
+    """Density of the who-knows-whom graph at the first and the last tick (``simulation.rundb.metrics``:
+    pairs who know each other / (n(n-1)/2)); None for a run without a relationships table."""
 
     @property
     def outside_llm_share(self) -> float:
@@ -76,90 +82,73 @@ class RunSummary:
         return (self.prompt_tokens + self.completion_tokens) / denom if denom else 0.0
 
 
-def _one(db: sqlite_utils.Database, sql: str, params: tuple = ()) -> tuple:
-    return db.execute(sql, params).fetchone()
-
-
 def summarize(db_path: Path | str) -> RunSummary:
-    db = sqlite_utils.Database(db_path)
-    run = next(db["runs"].rows)
-    rid = run["run_id"]
-    tables = set(db.table_names())
-    names = {r["agent_id"]: r for r in db["agents"].rows_where("run_id = ?", [rid])}
-    places = {r["place_id"]: r["name"] for r in db["places"].rows_where("run_id = ?", [rid])}
-    last = _one(db, "select max(tick), min(sim_time), max(sim_time) from ticks where run_id = ?", (rid,))
-    final = {r["agent_id"]: r for r in db.query(
-        "select * from agent_states where run_id = ? and tick = ?", [rid, last[0] if last[0] is not None else -1])}
+    """The run recorded in ``db_path``, read-only; awareness, density and LLM totals are
+    ``simulation.rundb.metrics``' definitions, the ones the viewer shows."""
+    with RunDB(db_path) as db:
+        return _summarize(db)
+
+
+def _summarize(db: RunDB) -> RunSummary:
+    run, rid, con = db.run, db.run_id, db.con
+    names = {r["agent_id"]: r for r in db.rows("select * from agents where run_id = ?", (rid,))}
+    places = {r["place_id"]: r["name"] for r in db.rows("select place_id, name from places where run_id = ?", (rid,))}
+    last, start, end = con.execute("select max(tick), min(sim_time), max(sim_time) from ticks where run_id = ?",
+                                   (rid,)).fetchone()
+    final = {r["agent_id"]: r for r in db.rows("select * from agent_states where run_id = ? and tick = ?",
+                                                (rid, last if last is not None else -1))}
 
     def counts(sql: str) -> dict[str, int]:
-        return {row[0]: row[1] for row in db.execute(sql, [rid]).fetchall()}
+        return {row[0]: row[1] for row in con.execute(sql, (rid,))}
 
     events = counts("select agent_id, count(*) from events where run_id = ? group by agent_id")
     memories = counts("select agent_id, count(*) from memories where run_id = ? group by agent_id")
     utter = counts("select speaker_id, count(*) from utterances where run_id = ? group by speaker_id")
-    calls = counts("select agent_id, count(*) from llm_calls where run_id = ? group by agent_id")
-    tokens = counts("select agent_id, sum(prompt_tokens + completion_tokens) from llm_calls "
-                    "where run_id = ? group by agent_id")
+    llm = metrics.llm_by_agent(con, rid)
     conv_by: dict[str, int] = {}
-    for row in db["conversations"].rows_where("run_id = ?", [rid]):
-        for a in json.loads(row["participants"]):
+    for row in db.rows("select participants from conversations where run_id = ?", (rid,)):
+        try:
+            participants = json.loads(row["participants"] or "[]")
+        except ValueError:  # a damaged row loses its count, not the summary
+            continue
+        for a in participants if isinstance(participants, list) else []:
             conv_by[a] = conv_by.get(a, 0) + 1
     agents = []
     for aid, a in sorted(names.items()):
         st = final.get(aid, {})
+        used = llm.get(aid, metrics.AgentLLM(0, 0))
         agents.append(AgentSummary(
             aid, a["name"], a["occupation"], places.get(st.get("place"), "-"), st.get("action") or "-",
-            events.get(aid, 0), memories.get(aid, 0), conv_by.get(aid, 0), utter.get(aid, 0),
-            calls.get(aid, 0), tokens.get(aid, 0) or 0,
+            events.get(aid, 0), memories.get(aid, 0), conv_by.get(aid, 0), utter.get(aid, 0), used.calls, used.tokens,
         ))
-    totals = _one(db, "select count(*), coalesce(sum(1 - parse_ok), 0), coalesce(sum(fallback), 0), "
-                  "coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), coalesce(sum(latency_s), 0), "
-                  "coalesce(sum(cache_hit), 0), coalesce(sum(case when cache_hit then 0 else completion_tokens end), 0) "
-                  "from llm_calls where run_id = ?", (rid,))
-    wall, tick_llm = _one(db, "select coalesce(sum(wall_s), 0), coalesce(sum(llm_s), 0) from ticks where run_id = ?",
-                          (rid,))
-    scenario_topics = _topics(run["scenario_yaml"])
-    awareness = {}
-    for topic, keywords in scenario_topics.items():
-        clause = " or ".join("lower(text) like ?" for _ in keywords)
-        rows = db.execute(
-            f"select agent_id, min(sim_time) from memories where run_id = ? and kind != 'seed' and ({clause}) "
-            "group by agent_id order by min(sim_time), agent_id",
-            [rid, *[f"%{k.lower()}%" for k in keywords]],
-        ).fetchall()
-        awareness[topic] = [(names[a]["name"], t) for a, t in rows if a in names]
+    totals = metrics.llm_totals(con, rid)
+    wall, tick_llm = con.execute("select coalesce(sum(wall_s), 0), coalesce(sum(llm_s), 0) from ticks "
+                                 "where run_id = ?", (rid,)).fetchone()
+    awareness = {topic: [(a.name, a.sim_time) for a in aware]
+                 for topic, aware in metrics.awareness(con, rid).items()}
     probes = [(names[r["agent_id"]]["name"], r["question"], r["answer"])
-              for r in db.query("select * from probes where run_id = ? order by question, agent_id", [rid])]
-    n_ticks = (last[0] + 1) if last[0] is not None else 0
+              for r in db.rows("select * from probes where run_id = ? order by question, agent_id", (rid,))
+              if r["agent_id"] in names] if db.has("probes") else []
+    n_ticks = (last + 1) if last is not None else 0
     return RunSummary(
         run_id=rid, scenario=run["scenario"], status=run["status"], ticks_done=run["ticks_done"] or 0,
-        ticks_planned=run["ticks_planned"], start=last[1] or "-", end=last[2] or "-",
+        ticks_planned=run["ticks_planned"], start=start or "-", end=end or "-",
         game_hours=n_ticks * run["tick_minutes"] / 60, agents=agents,
-        conversations=_one(db, "select count(*) from conversations where run_id = ?", (rid,))[0],
-        utterances=_one(db, "select count(*) from utterances where run_id = ?", (rid,))[0],
-        llm_calls=totals[0], parse_failures=totals[1], fallbacks=totals[2], cache_hits=totals[6], generated_tokens=totals[7],
-        prompt_tokens=totals[3], completion_tokens=totals[4], llm_seconds=totals[5], tick_llm_seconds=tick_llm,
+        conversations=metrics.count(con, rid, "conversations"), utterances=metrics.count(con, rid, "utterances"),
+        llm_calls=totals.calls, parse_failures=totals.parse_failures, fallbacks=totals.fallbacks,
+        cache_hits=totals.cache_hits, generated_tokens=totals.generated_tokens, prompt_tokens=totals.prompt_tokens,
+        completion_tokens=totals.completion_tokens, llm_seconds=totals.latency_s, tick_llm_seconds=tick_llm,
         wall_seconds=wall, awareness=awareness, probes=probes,
-        memory_kinds=dict(db.execute("select kind, count(*) from memories where run_id = ? and kind != 'seed' "
-                                     "group by kind order by kind", [rid]).fetchall()),
-        retrievals=_one(db, "select count(*) from retrievals where run_id = ?", (rid,))[0]
-        if "retrievals" in tables else 0,
-        density=_density(db, rid) if "relationships" in tables else None,
+        memory_kinds={kind: n for kind, n in con.execute(
+            "select kind, count(*) from memories where run_id = ? and kind != 'seed' group by kind order by kind",
+            (rid,))},
+        retrievals=metrics.count(con, rid, "retrievals"),
+        density=_density(con, rid) if metrics.graph_source(con) == "relationships" else None,
     )
 
 
-def _density(db: sqlite_utils.Database, rid: str) -> tuple[float, float] | None:
-    from simulation.relationships import density_by_tick
-
-    series = density_by_tick(db, rid)
-    return (series[0][2], series[-1][2]) if series else None
-
-
-def _topics(scenario_yaml: str) -> dict[str, list[str]]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(scenario_yaml) or {}
-        return {t["id"]: list(t["keywords"]) for t in data.get("topics") or []}
-    except (yaml.YAMLError, KeyError, TypeError):
-        return {}
+def _density(con: sqlite3.Connection, rid: str) -> tuple[float, float] | None:
+    """First and last tick's who-knows-whom density (only where the run records relationships:
+    "who knows whom" is not what a graph of who has talked shows)."""
+    series = metrics.knows_by_tick(con, rid, "relationships")
+    return (series[0].density, series[-1].density) if series else None

@@ -11,13 +11,14 @@ import os
 import re
 import secrets
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
-from simulation import __version__
+from simulation.version import __version__
+from simulation.cognition import Phase
 from simulation.errors import RunError
 from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
@@ -69,6 +70,8 @@ class Run:
     lock: RunLock | None = None
     probes_due: bool = True
     """False when a resumed run had asked its probes already (it died just before finishing)."""
+    first_tick: int = 0
+    """The tick this process started stepping at."""
 
 
 def create_run(
@@ -76,6 +79,7 @@ def create_run(
     backend: Backend,
     options: RunOptions,
     on_llm: Callable[[RawCompletion], None] | None = None,
+    phases: Sequence[Phase] | None = None,
 ) -> Run:
     """Make the run directory and run.db, record the run's settings, and build the model."""
     sc = loaded.scenario
@@ -97,7 +101,7 @@ def create_run(
     store.db["resume_state"].insert({"run_id": run_id, "tick": -1, "scenario": as_run.model_dump_json(),
                                      "state": None, "resumes": 0, "updated_at": now_iso()})
     lock = RunLock.take(run_dir)
-    model = TownModel(loaded, backend, store, seed=seed, on_llm=on_llm)
+    model = TownModel(loaded, backend, store, seed=seed, on_llm=on_llm, phases=phases)
     static = store.buffer()
     for rp in loaded.people:
         p = rp.persona
@@ -160,6 +164,7 @@ def resume_run(
     options: RunOptions,
     on_llm: Callable[[RawCompletion], None] | None = None,
     backend: Backend | None = None,
+    phases: Sequence[Phase] | None = None,
 ) -> tuple[Run, Backend]:
     """Reopen a run directory and rebuild its model at the end of its last committed tick.
 
@@ -192,14 +197,14 @@ def resume_run(
         store.db["resume_state"].update(store.run_id, {"resumes": (saved["resumes"] or 0) + 1})
     try:
         model = TownModel(loaded, backend, store, seed=run_row["seed"], on_llm=on_llm,
-                          resume_state=saved["state"] if done else None)
+                          resume_state=saved["state"] if done else None, phases=phases)
     except BaseException:
         lock.release()
         raise
     # A run that died before its first tick has no state: it starts afresh (the start events and
     # seed memories are written with tick 0).
     run = Run(store.run_id, Path(run_dir), store, model, more, lock=lock,
-              probes_due=not (probes_asked and more == 0))
+              probes_due=not (probes_asked and more == 0), first_tick=model.tick)
     return run, backend
 
 

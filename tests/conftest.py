@@ -28,11 +28,12 @@ def scripted():
 
 @pytest.fixture
 def make_run(tmp_path, flagship):
-    """Build a run of the flagship scenario on a backend; returns the runner's Run."""
-    from simulation.runner import RunOptions, create_run
+    """A ``Simulation`` of the flagship scenario (or ``loaded``) on a backend object."""
+    from simulation import Simulation
 
-    def _make(backend, ticks=12, seed=None, loaded=None, out=None):
-        return create_run(loaded or flagship, backend, RunOptions(out=out or tmp_path / "runs", ticks=ticks, seed=seed))
+    def _make(backend, ticks=12, seed=None, loaded=None, out=None, phases=None):
+        return Simulation.from_scenario(loaded or flagship, backend=backend, out=out or tmp_path / "runs",
+                                        ticks=ticks, seed=seed, phases=phases)
 
     return _make
 
@@ -50,7 +51,7 @@ def embedder():
 def step_run(run, n=None):
     """Step a run ``n`` ticks (default: all it was made for)."""
     for _ in range(n if n is not None else run.ticks):
-        run.model.step()
+        run.step()
     return run
 
 

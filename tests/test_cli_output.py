@@ -6,7 +6,8 @@ import io
 
 from rich.console import Console
 
-from simulation import cli
+from simulation.cli import common
+from simulation.cli.run import print_summary
 from simulation.report import AgentSummary, RunSummary
 
 
@@ -21,8 +22,8 @@ def test_summary_prints_model_text_with_brackets_literally(monkeypatch):
         awareness={"party": [("Ann [/]", "2023-02-13 07:00")]}, probes=[("Ann [/]", "Q [/]?", odd)],
     )
     buf = io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(file=buf, width=200, color_system=None))
-    cli.print_summary(summary, 3.0)
+    monkeypatch.setattr(common, "console", Console(file=buf, width=200, color_system=None))
+    print_summary(summary, 3.0)
     out = buf.getvalue()
     assert "[/INST]" in out and "[bold]cafe[/bold]" in out and "Ann [/]" in out
     assert "No conversations happened" in out
@@ -40,6 +41,6 @@ def test_summary_of_a_scripted_run_reports_memories_retrievals_and_density(make_
     assert s.retrievals == run.store.db["retrievals"].count
     assert s.density is not None and 0.0 <= s.density[0] <= s.density[1] <= 1.0
     buf = io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(file=buf, width=200, color_system=None))
-    cli.print_summary(s, 1.0)
+    monkeypatch.setattr(common, "console", Console(file=buf, width=200, color_system=None))
+    print_summary(s, 1.0)
     assert "Who-knows-whom density" in buf.getvalue() and "retrievals" in buf.getvalue()

@@ -43,12 +43,13 @@ def test_routine_plan_is_a_plain_day_and_respects_bedtime(make_run, scripted, mo
     m = run.model
     isabella = m.people["isabella_rodriguez"]
     m.now = datetime(2023, 2, 13, 7, 0)
-    plan = routine_plan(isabella)
-    assert [(p.hour, p.place) for p in plan] == [(7, isabella.home), (9, "hobbs_cafe"), (17, m.hub), (19, isabella.home)]
-    monkeypatch.setattr(isabella.persona.routine, "sleep", time(18, 0))  # the persona is shared
-    assert [p.hour for p in routine_plan(isabella)] == [7, 9, 17]
-    monkeypatch.setattr(isabella.persona.routine, "sleep", time(1, 0))  # after midnight: evening is awake time
-    assert [p.hour for p in routine_plan(isabella)] == [7, 9, 17, 19]
+    me = isabella.state
+    plan = routine_plan(me, 7, m.hub)
+    assert [(p.hour, p.place) for p in plan] == [(7, me.home), (9, "hobbs_cafe"), (17, m.hub), (19, me.home)]
+    monkeypatch.setattr(me.persona.routine, "sleep", time(18, 0))  # the persona is shared
+    assert [p.hour for p in routine_plan(me, 7, m.hub)] == [7, 9, 17]
+    monkeypatch.setattr(me.persona.routine, "sleep", time(1, 0))  # after midnight: evening is awake time
+    assert [p.hour for p in routine_plan(me, 7, m.hub)] == [7, 9, 17, 19]
     assert m.hub == "town_square"
 
 
@@ -74,17 +75,17 @@ def test_waking_plans_the_day_then_the_hour_then_its_steps(make_run, scripted):
     run.model.step()
     db = run.store.db
     m = run.model
-    awake = [a for a in m.order if a.awake_at(m.clock.start)]
+    awake = [a for a in m.order if a.state.awake_at(m.clock.start)]
     for agent in awake:
-        assert agent.plan and agent.plan_day == m.now.date()
+        assert agent.state.plan and agent.state.plan_day == m.now.date()
         steps = list(db.query("select * from schedules where agent_id = ? and level = 'steps'", [agent.agent_id]))
         assert len(steps) == 1
         items = json.loads(steps[0]["items"])
         assert sum(i["minutes"] for i in items) == 60, "the steps fill the rest of the hour"
         assert all(5 <= i["minutes"] <= 30 for i in items[:-1])
-        assert agent.steps_key == (m.now.date(), m.now.hour)
-        assert agent.status in ("acting", "walking"), "the first step started in the act phase"
-        assert 7 in agent.hours
+        assert agent.state.steps_key == (m.now.date(), m.now.hour)
+        assert agent.state.status in ("acting", "walking"), "the first step started in the act phase"
+        assert 7 in agent.state.hours
 
 
 def test_a_plan_item_is_split_into_hours_when_it_begins(make_run, scripted):
@@ -98,20 +99,20 @@ def test_a_plan_item_is_split_into_hours_when_it_begins(make_run, scripted):
     m = run.model
     agent = m.people["walter_hughes"]
     m.now = datetime(2023, 2, 13, 8, 0)
-    agent.plan = [PlanItem(hour=7, activity="breakfast", place=agent.home),
+    agent.state.plan = [PlanItem(hour=7, activity="breakfast", place=agent.state.home),
                   PlanItem(hour=8, activity="working in the shop", place="harvey_oak_supply"),
                   PlanItem(hour=11, activity="lunch", place="hobbs_cafe"),
                   PlanItem(hour=12, activity="back to work", place="harvey_oak_supply")]
-    agent.hours = {}
-    block = m.loop.run_until_complete(hour_block(agent))
+    agent.state.hours = {}
+    block = m.loop.run_until_complete(hour_block(agent.state, m.mind))
     assert (block.hour, block.activity, block.place) == (8, "hour block 0", "harvey_oak_supply")
-    assert [agent.hours[h].activity for h in (8, 9, 10)] == ["hour block 0", "hour block 1", "hour block 2"]
+    assert [agent.state.hours[h].activity for h in (8, 9, 10)] == ["hour block 0", "hour block 1", "hour block 2"]
     m.now = datetime(2023, 2, 13, 9, 0)
     calls = len(scripted.batches)
-    assert m.loop.run_until_complete(hour_block(agent)).activity == "hour block 1"
+    assert m.loop.run_until_complete(hour_block(agent.state, m.mind)).activity == "hour block 1"
     assert len(scripted.batches) == calls, "the item is split once, when it begins"
     m.now = datetime(2023, 2, 13, 11, 0)
-    assert m.loop.run_until_complete(hour_block(agent)).activity == "lunch"
+    assert m.loop.run_until_complete(hour_block(agent.state, m.mind)).activity == "lunch"
     assert len(scripted.batches) == calls, "a one-hour item is its own hour block"
     run.model._commit(0.0, run.model.llm.stats, 0)
     rows = list(run.store.db.query("select * from schedules where level = 'hours'"))
@@ -121,30 +122,30 @@ def test_a_plan_item_is_split_into_hours_when_it_begins(make_run, scripted):
 def test_steps_run_back_to_back_within_a_tick_and_lapse_with_the_hour(make_run, scripted):
     from datetime import datetime
 
-    from simulation.agent import ACTING, IDLE, Action
+    from simulation.core import Action, Status
 
     run = make_run(scripted, ticks=1)
     m = run.model
     agent = m.people["isabella_rodriguez"]
     m.now = datetime(2023, 2, 13, 9, 0)
-    agent.status, agent.action = IDLE, None
-    here = agent.place
-    agent.steps = [Action("stretching", here, 5), Action("tidying up", here, 10), Action("reading", here, 20)]
-    agent.steps_key = (m.now.date(), 9)
-    agent.start_action(agent.next_step(m.now))
+    agent.state.status, agent.state.action = Status.IDLE, None
+    here = agent.state.place
+    agent.state.steps = [Action("stretching", here, 5), Action("tidying up", here, 10), Action("reading", here, 20)]
+    agent.state.steps_key = (m.now.date(), 9)
+    agent.start_action(agent.state.next_step(m.now))
     agent.advance(10)
-    assert agent.status == ACTING and agent.action.text == "tidying up"
-    assert agent.action.ends == datetime(2023, 2, 13, 9, 15)
+    assert agent.state.status == Status.ACTING and agent.state.action.text == "tidying up"
+    assert agent.state.action.ends == datetime(2023, 2, 13, 9, 15)
     m.now = datetime(2023, 2, 13, 9, 10)
     agent.advance(10)
-    assert agent.action.text == "reading" and agent.action.ends == datetime(2023, 2, 13, 9, 35)
-    texts = [n.text for n in agent.memory.recent(3)]
+    assert agent.state.action.text == "reading" and agent.state.action.ends == datetime(2023, 2, 13, 9, 35)
+    texts = [n.text for n in m.memory.stream(agent.agent_id).recent(3)]
     assert [t.split(" is ")[1].split(" at ")[0] for t in texts] == ["stretching", "tidying up", "reading"]
-    agent.steps = [Action("more reading", here, 30)]
+    agent.state.steps = [Action("more reading", here, 30)]
     m.now = datetime(2023, 2, 13, 9, 50)
-    agent.action.ends = datetime(2023, 2, 13, 10, 0)
+    agent.state.action.ends = datetime(2023, 2, 13, 10, 0)
     agent.advance(10)
-    assert agent.status == IDLE and not agent.steps, "steps of an hour that is over are dropped"
+    assert agent.state.status == Status.IDLE and not agent.state.steps, "steps of an hour that is over are dropped"
 
 
 def test_reacting_replans_from_now_starting_with_the_reaction(make_run):

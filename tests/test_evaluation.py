@@ -421,11 +421,12 @@ def test_report_files(tmp_path: Path) -> None:
 
 
 def _agora(args: list[str], monkeypatch: pytest.MonkeyPatch, backend: object = None):
-    from simulation import cli, cli_eval
+    from simulation.cli import app
+    from simulation.llm import factory
 
     if backend is not None:
-        monkeypatch.setattr(cli_eval, "make_backend", lambda settings, base: backend)
-    return CliRunner().invoke(cli.app, args)
+        monkeypatch.setattr(factory, "build_backend", lambda settings, base: backend)
+    return CliRunner().invoke(app, args)
 
 
 def test_eval_command_with_a_test_double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from simulation.cli import _looks_like_persona
+from simulation.cli.validate import looks_like_persona
 from simulation.errors import InputError
 from simulation.scenario import LoadedScenario, Persona, load, load_persona
 
@@ -269,7 +269,7 @@ def test_cli_maps_mutants_to_exit_2(workdir: Path, validate, seed: str, data: st
     path = _write(workdir / "cli", "input.yaml", text)
     result = validate(path)
     assert "Traceback" not in result.output and "internal error" not in result.output, result.output
-    persona = _looks_like_persona(path)  # `agora validate` checks persona files as personas
+    persona = looks_like_persona(path)  # `agora validate` checks persona files as personas
     exc = check(path, load_persona if persona else load)
     if exc is None:
         assert result.exit_code == 0, result.output
@@ -288,7 +288,7 @@ def test_cli_subprocess_on_a_batch_of_mutants(workdir: Path) -> None:
     paths.append(_write(workdir / "batch", "bytes.yaml", bytes(rng.randrange(256) for _ in range(300))))
     paths.append(_write(workdir / "batch", "yamlish.yaml", "".join(rng.choice(YAML_TOKENS[:60]) for _ in range(40))))
     problems = {p: exc.problems for p in paths
-                if (exc := check(p, load_persona if _looks_like_persona(p) else load)) is not None}
+                if (exc := check(p, load_persona if looks_like_persona(p) else load)) is not None}
     broken = list(problems)
     assert len(broken) >= 10
     env = {k: v for k, v in os.environ.items() if k not in ("AGORA_DEBUG", "FORCE_COLOR")}

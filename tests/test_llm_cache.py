@@ -199,16 +199,16 @@ def test_default_path_honours_environment(monkeypatch, tmp_path):
 
 def test_factory_wraps_the_backend_unless_cache_is_off(tmp_path):
     from simulation.llm.factory import BackendChoice, build_backend
-    from simulation.scenario import LLMSettings
+    from simulation.llm.registry import default_settings
 
-    settings = BackendChoice(cache_path=str(tmp_path / "c.sqlite")).apply(LLMSettings())
+    settings = BackendChoice(cache_path=str(tmp_path / "c.sqlite")).apply(default_settings())
     backend = build_backend(settings, Path("."))
     try:
         assert isinstance(backend, CachedBackend) and backend.cache.path == tmp_path / "c.sqlite"
         assert backend.model_id.startswith("SmolLM2-135M-Instruct.Q4_1.gguf@")
     finally:
         backend.close()
-    raw = build_backend(BackendChoice(cache="off").apply(LLMSettings()), Path("."))
+    raw = build_backend(BackendChoice(cache="off").apply(default_settings()), Path("."))
     try:
         assert not isinstance(raw, CachedBackend)
     finally:
@@ -218,10 +218,10 @@ def test_factory_wraps_the_backend_unless_cache_is_off(tmp_path):
 def test_bad_command_line_llm_options_name_the_option():
     from simulation.errors import InputError
     from simulation.llm.factory import BackendChoice
-    from simulation.scenario import LLMSettings
+    from simulation.llm.registry import default_settings
 
     with pytest.raises(InputError) as exc:
-        BackendChoice(base_urls=["ftp://nowhere"]).apply(LLMSettings())
+        BackendChoice(base_urls=["ftp://nowhere"]).apply(default_settings())
     assert "--base-url" in str(exc.value.problems[0])
 
 

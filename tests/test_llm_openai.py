@@ -168,12 +168,12 @@ def test_concurrency_limit_per_server():
 
 def test_api_key_from_the_environment_and_url_without_v1(monkeypatch):
     from simulation.llm.factory import build_backend
-    from simulation.scenario import LLMSettings
+    from simulation.llm.settings import OpenAISettings
 
     monkeypatch.setenv("MY_KEY", "sekrit")
     with FaultServer() as srv:
-        settings = LLMSettings(backend="openai", base_urls=[srv.url.removesuffix("/v1")], api_key_env="MY_KEY",
-                               cache="off")
+        settings = OpenAISettings(base_urls=[srv.url.removesuffix("/v1")], api_key_env="MY_KEY",
+                                  cache="off")
         b = build_backend(settings, Path("."))
         b.generate([req()])
     assert b.servers[0].url == srv.url, "a base URL without /v1 is completed"

@@ -82,11 +82,11 @@ def test_vllm_through_the_factory_and_cache(tmp_path):
     from pathlib import Path
 
     from simulation.llm.factory import build_backend
-    from simulation.scenario import LLMSettings
+    from simulation.llm.settings import VLLMSettings
 
-    settings = LLMSettings(backend="vllm", model=os.environ["AGORA_VLLM_MODEL"],
-                           gpu_memory_utilization=float(os.environ.get("AGORA_VLLM_GPU_MEMORY", "0.4")),
-                           cache_path=str(tmp_path / "c.sqlite"))
+    settings = VLLMSettings(model=os.environ["AGORA_VLLM_MODEL"],
+                            gpu_memory_utilization=float(os.environ.get("AGORA_VLLM_GPU_MEMORY", "0.4")),
+                            cache_path=str(tmp_path / "c.sqlite"))
     backend = build_backend(settings, Path("."))
     try:
         first = backend.generate([_req(1), _req(2)])

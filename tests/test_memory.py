@@ -47,9 +47,9 @@ def test_a_vector_does_not_depend_on_its_batch(embedder):
 
 @pytest.fixture(scope="module")
 def scripted_run(tmp_path_factory, flagship, embedder):
-    from simulation.runner import RunOptions, create_run
+    from simulation import Simulation
 
-    run = create_run(flagship, ScriptedBackend(), RunOptions(out=tmp_path_factory.mktemp("runs"), ticks=18))
+    run = Simulation.from_scenario(flagship, backend=ScriptedBackend(), out=tmp_path_factory.mktemp("runs"), ticks=18)
     return step_run(run)
 
 
@@ -72,19 +72,20 @@ def test_every_memory_has_its_vector_and_current_state_in_run_db(scripted_run):
 
 
 def test_seeing_someone_idle_is_rated_1_without_a_call(make_run, scripted):
-    from simulation.agent import IDLE
+    from simulation.core import Status
     from simulation.cognition.perceive import perceive
 
     run = make_run(scripted, ticks=1)
     m = run.model
     ann, bob = m.people["isabella_rodriguez"], m.people["theo_lindqvist"]
     for agent in (ann, bob):
-        agent.status, agent.action = IDLE, None
-        agent.set_place("hobbs_cafe")
-    perceive(ann, [ann, bob], [], tick=0)
-    seen = ann.memory.nodes[-1]
+        agent.state.status, agent.state.action = Status.IDLE, None
+        agent.move_to("hobbs_cafe")
+    perceive(ann.state, m.mind, [ann.state, bob.state], [])
+    stream = m.memory.stream(ann.agent_id)
+    seen = stream.nodes[-1]
     assert "looking around" in seen.text and seen.importance == 1
-    assert seen not in ann.memory.unrated
+    assert seen not in stream.unrated
 
 
 def test_the_llm_rates_the_rest(scripted_run):

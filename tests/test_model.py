@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from scripted import ScriptedBackend
 
-from simulation.agent import SLEEPING, WALKING
+from simulation.core import Status
 
 
 def run_ticks(run, n=None):
@@ -56,7 +56,7 @@ def test_llm_calls_account_every_call(make_run, scripted):
 
 def test_agents_deciding_in_one_phase_share_one_batch(make_run, scripted):
     run = make_run(scripted, ticks=1)
-    awake = [a for a in run.model.order if a.awake_at(run.model.now)]
+    awake = [a for a in run.model.order if a.state.awake_at(run.model.now)]
     assert len(awake) >= 3
     run.model.step()
     plan_batches = [b for b in scripted.batches if any(r.purpose == "plan" for r in b)]
@@ -66,7 +66,7 @@ def test_agents_deciding_in_one_phase_share_one_batch(make_run, scripted):
 
 def test_a_tick_sends_one_batch_per_step_not_per_agent(make_run, scripted):
     run = make_run(scripted, ticks=1)
-    awake = [a for a in run.model.order if a.awake_at(run.model.now)]
+    awake = [a for a in run.model.order if a.state.awake_at(run.model.now)]
     run.model.step()
     asked = sum(len(b) for b in scripted.batches)
     assert asked >= 3 * len(awake), "importance, plan and steps for everyone awake"
@@ -91,7 +91,7 @@ def test_sleeping_and_walking_agents_make_no_calls(make_run, scripted):
     for _ in range(24):
         now = m.clock.time_at(m.tick)
         quiet = {a.agent_id for a in m.order
-                 if a.status == WALKING or (a.status == SLEEPING and not a.awake_at(now))}
+                 if a.state.status == Status.WALKING or (a.state.status == Status.SLEEPING and not a.state.awake_at(now))}
         before = len(scripted.batches)
         m.step()
         asked = {r.agent_id for b in scripted.batches[before:] for r in b}
@@ -153,20 +153,20 @@ def test_walking_follows_paths_and_takes_time(make_run, scripted):
     run = make_run(scripted, ticks=1)
     m = run.model
     agent = m.people["isabella_rodriguez"]
-    from simulation.agent import ACTING, IDLE, Action
+    from simulation.core import Action, Status
 
-    agent.status = IDLE
+    agent.state.status = Status.IDLE
     goal = "oak_hill_college"
-    minutes = m.town.walking_minutes(agent.place, goal)
+    minutes = m.town.walking_minutes(agent.state.place, goal)
     agent.start_action(Action("teaching", goal, 30))
-    assert agent.status == WALKING
+    assert agent.state.status == Status.WALKING
     walked = 0  # game minutes
-    seen = [agent.place]
-    while agent.status == WALKING:
+    seen = [agent.state.place]
+    while agent.state.status == Status.WALKING:
         agent.advance(m.clock.tick_minutes)
         walked += m.clock.tick_minutes
-        seen.append(agent.place)
-    assert agent.place == goal and agent.status == ACTING
+        seen.append(agent.state.place)
+    assert agent.state.place == goal and agent.state.status == Status.ACTING
     assert minutes <= walked < minutes + m.clock.tick_minutes
     route = m.town.route("rodriguez_flat", goal)
     assert all(p in route for p in seen)
@@ -215,7 +215,7 @@ def test_prompts_keep_persona_in_the_system_message(make_run, scripted, agent_id
     assert len(systems) == 1, "the persona block is the same in every call (it is the cached prefix)"
     system = systems.pop()
     assert "<persona>" in system and "</persona>" in system
-    assert run.model.people[agent_id].persona.name in system
+    assert run.model.people[agent_id].state.persona.name in system
 
 
 def test_a_tick_that_fails_to_commit_leaves_nothing_behind(make_run, scripted):
@@ -270,7 +270,7 @@ def test_agents_plan_once_per_day_across_two_days(make_run, scripted, flagship):
 def test_agents_awake_at_the_start_are_up_not_waking_up(make_run, scripted):
     run = make_run(scripted, ticks=1)
     m = run.model
-    awake = {a.agent_id for a in m.order if a.awake_at(m.clock.start)}
+    awake = {a.agent_id for a in m.order if a.state.awake_at(m.clock.start)}
     asleep = set(m.people) - awake
     assert awake and asleep
     m.step()
@@ -291,19 +291,19 @@ def test_open_conversation_row_is_current_after_every_tick(make_run):
 
 
 def test_rerouting_mid_walk_keeps_the_minutes_walked(make_run, scripted):
-    from simulation.agent import ACTING, IDLE, Action
+    from simulation.core import Action, Status
 
     run = make_run(scripted, ticks=1)
     m = run.model
     agent = m.people["isabella_rodriguez"]
-    agent.status = IDLE
-    start = agent.place
+    agent.state.status = Status.IDLE
+    start = agent.state.place
     route = m.town.route(start, "oak_hill_college")
     first_leg = m.town.leg_minutes(route[0], route[1])
     agent.start_action(Action("teaching", "oak_hill_college", 30))
     agent.advance(first_leg - 1)  # one minute short of the first stop
-    assert agent.place == start and agent.status == WALKING
+    assert agent.state.place == start and agent.state.status == Status.WALKING
     agent.start_action(Action("going home", start, 30))  # turn back
-    assert agent.status == WALKING and agent.leg_left == first_leg - 1
+    assert agent.state.status == Status.WALKING and agent.state.leg_left == first_leg - 1
     agent.advance(first_leg - 1)
-    assert agent.place == start and agent.status == ACTING
+    assert agent.state.place == start and agent.state.status == Status.ACTING

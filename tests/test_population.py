@@ -243,11 +243,12 @@ def test_a_sampled_town_runs(make_run, scripted) -> None:
 
 
 def _cli(args: list[str], monkeypatch: pytest.MonkeyPatch | None = None, backend: object = None):
-    from simulation import cli, cli_eval
+    from simulation.cli import app
+    from simulation.llm import factory
 
     if backend is not None and monkeypatch is not None:
-        monkeypatch.setattr(cli_eval, "make_backend", lambda settings, base: backend)
-    return CliRunner().invoke(cli.app, args)
+        monkeypatch.setattr(factory, "build_backend", lambda settings, base: backend)
+    return CliRunner().invoke(app, args)
 
 
 def test_sample_command_writes_valid_files(tmp_path: Path) -> None:

@@ -12,10 +12,10 @@ from scripted import ScriptedBackend
 @pytest.fixture(scope="module")
 def reflective_run(tmp_path_factory, flagship, embedder):
     """Low threshold: agents reflect several times in two game hours."""
-    from simulation.runner import RunOptions, create_run
+    from simulation import Simulation
 
     loaded = with_settings(flagship, memory={"reflection_threshold": 25})
-    run = create_run(loaded, ScriptedBackend(), RunOptions(out=tmp_path_factory.mktemp("runs"), ticks=12))
+    run = Simulation.from_scenario(loaded, backend=ScriptedBackend(), out=tmp_path_factory.mktemp("runs"), ticks=12)
     return step_run(run)
 
 
@@ -60,18 +60,18 @@ def test_one_reflection_is_three_questions_then_one_insight_batch(reflective_run
 
 
 def test_the_trigger_is_the_importance_since_the_last_reflection(make_run, flagship, monkeypatch):
-    import simulation.model
-    from simulation.cognition.reflect import reflect
+    from simulation.cognition import reflect as reflection
 
     seen = []
+    real = reflection.reflect
 
-    async def recording(agent):
-        before = agent.memory.since_reflection
-        made = await reflect(agent)
-        seen.append((agent.agent_id, before, agent.memory.since_reflection, made))
+    async def recording(me, mind):
+        before = mind.memories(me.id).since_reflection
+        made = await real(me, mind)
+        seen.append((me.id, before, mind.memories(me.id).since_reflection, made))
         return made
 
-    monkeypatch.setattr(simulation.model, "reflect", recording)
+    monkeypatch.setattr(reflection, "reflect", recording)
     run = step_run(make_run(ScriptedBackend(), ticks=12, loaded=with_settings(flagship, memory={
         "reflection_threshold": 40})))
     assert seen, "agents reached the threshold and reflected"
@@ -80,11 +80,12 @@ def test_the_trigger_is_the_importance_since_the_last_reflection(make_run, flags
         assert after == 0, "reflecting restarts the count; its own insights do not count"
         assert made and all(n.kind == "reflection" for n in made)
     for agent in run.model.order:  # the count is the rated importance since the agent's last reflection
-        nodes = agent.memory.nodes
+        stream = run.model.memory.stream(agent.agent_id)
+        nodes = stream.nodes
         last = max((i for i, n in enumerate(nodes) if n.kind == "reflection"), default=-1)
         after = sum(n.importance for n in nodes[last + 1:]
                     if n.importance is not None and n.kind not in ("reflection", "summary"))
-        assert agent.memory.since_reflection == pytest.approx(after)
+        assert stream.since_reflection == pytest.approx(after)
 
 
 def test_no_reflection_below_the_threshold(make_run, flagship):
@@ -100,8 +101,8 @@ def test_questions_come_from_at_most_the_100_most_recent_memories_that_fit(make_
     run = make_run(scripted, ticks=1)
     agent = run.model.people["isabella_rodriguez"]
     for i in range(150):
-        agent.remember("observation", f"Isabella notes thing number {i}", importance=2)
-    chosen = recent_for_questions(agent)
+        run.model.memory.add(agent.agent_id, "observation", f"Isabella notes thing number {i}", importance=2)
+    chosen = recent_for_questions(run.model.memory.stream(agent.agent_id).nodes, run.model.scenario.llm.context_tokens)
     assert 0 < len(chosen) <= 100
     assert chosen[-1].text == "Isabella notes thing number 149", "the newest are kept"
     assert [n.id for n in chosen] == sorted(n.id for n in chosen)

@@ -32,9 +32,9 @@ def test_graph_counts_conversations_and_keeps_each_sides_view():
 
 @pytest.fixture(scope="module")
 def talkative_run(tmp_path_factory, flagship, embedder):
-    from simulation.runner import RunOptions, create_run
+    from simulation import Simulation
 
-    run = create_run(flagship, ScriptedBackend(end_after=3), RunOptions(out=tmp_path_factory.mktemp("runs"), ticks=24))
+    run = Simulation.from_scenario(flagship, backend=ScriptedBackend(end_after=3), out=tmp_path_factory.mktemp("runs"), ticks=24)
     return step_run(run)
 
 
@@ -44,7 +44,7 @@ def test_relationship_rows_follow_conversations(talkative_run):
     assert set(rows[0]) == {"run_id", "tick", "sim_time", "agent_id", "other_id", "conversations", "sentiment", "view"}
     seeded = [r for r in rows if r["tick"] == 0 and r["conversations"] == 0]
     people = talkative_run.model.people
-    expected = {(a, o) for a, p in people.items() for o in p.persona.relationships if o in people}
+    expected = {(a, o) for a, p in people.items() for o in p.state.persona.relationships if o in people}
     assert {(r["agent_id"], r["other_id"]) for r in seeded} == expected
     convs = list(db.query("select * from conversations where ended_tick is not null"))
     assert convs
@@ -81,7 +81,7 @@ def test_utterances_are_conditioned_on_memories_of_the_partner_and_the_view(talk
     db = talkative_run.store.db
     rows = list(db.query("select * from retrievals where purpose = 'utterance'"))
     assert rows
-    partners = {p.persona.name for p in talkative_run.model.people.values()}
+    partners = {p.state.persona.name for p in talkative_run.model.people.values()}
     assert all(any(r["query"].startswith(name) for name in partners) for r in rows)
     call = db.execute("select messages from llm_calls where purpose = 'utterance' and tick > 0 "
                       "order by id desc limit 1").fetchone()[0]

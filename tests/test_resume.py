@@ -17,7 +17,7 @@ from conftest import step_run
 from scripted import ScriptedBackend
 
 from simulation.errors import InputError, RunError
-from simulation.runner import RunOptions, finish, resume_run
+from simulation import Simulation
 
 TICKS = 30
 # Compared column by column, without run_id (each run has its own) and what measures wall time.
@@ -76,12 +76,12 @@ class FailingBackend(ScriptedBackend):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, flagship, embedder) -> Path:
     """The uninterrupted run: TICKS ticks and the probes."""
-    from simulation.runner import RunOptions, create_run
+    from simulation import Simulation
 
-    run = create_run(flagship, ScriptedBackend(), RunOptions(out=tmp_path_factory.mktemp("ref"), ticks=TICKS))
+    run = Simulation.from_scenario(flagship, backend=ScriptedBackend(), out=tmp_path_factory.mktemp("ref"), ticks=TICKS)
     step_run(run)
     run.model.ask_probes()
-    finish(run, "finished")
+    run.close("finished")
     return run.run_dir
 
 
@@ -90,14 +90,14 @@ def _fail_then_resume(make_run, fail_at: int, backend_after=None) -> tuple[Path,
     with pytest.raises(RunError):
         step_run(run)
     stopped_at = run.model.tick
-    finish(run, "failed", "server gone (test)")
+    run.close("failed", "server gone (test)")
     run.store.close()
-    resumed, _ = resume_run(run.run_dir, RunOptions(), backend=backend_after or ScriptedBackend())
+    resumed = Simulation.resume(run.run_dir, backend=backend_after or ScriptedBackend())
     assert resumed.model.tick == stopped_at
     assert resumed.ticks == TICKS - stopped_at
     step_run(resumed)
     resumed.model.ask_probes()
-    finish(resumed, "finished")
+    resumed.close("finished")
     return resumed.run_dir, stopped_at
 
 
@@ -133,25 +133,25 @@ def test_resumed_twice(make_run, reference):
     run = make_run(FailingBackend(9), ticks=TICKS)
     with pytest.raises(RunError):
         step_run(run)
-    finish(run, "failed")
-    resumed, _ = resume_run(run.run_dir, RunOptions(), backend=FailingBackend(15))
+    run.close("failed")
+    resumed = Simulation.resume(run.run_dir, backend=FailingBackend(15))
     with pytest.raises(RunError):
         step_run(resumed)
     assert resumed.model.tick > run.model.tick
-    finish(resumed, "failed")
-    again, _ = resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
+    resumed.close("failed")
+    again = Simulation.resume(run.run_dir, backend=ScriptedBackend())
     step_run(again)
     again.model.ask_probes()
-    finish(again, "finished")
+    again.close("finished")
     assert_same_run(reference, run.run_dir)
 
 
 def test_memory_and_index_are_rebuilt_from_run_db(make_run, flagship):
     run = make_run(ScriptedBackend(), ticks=8)
     step_run(run)
-    finish(run, "interrupted")
+    run.close("interrupted")
     live = run.model.memory
-    resumed, _ = resume_run(run.run_dir, RunOptions(ticks=1), backend=ScriptedBackend())
+    resumed = Simulation.resume(run.run_dir, ticks=1, backend=ScriptedBackend())
     memory = resumed.model.memory
     memory.set_time(live.tick, live.now)  # score recency at the same moment
     assert sorted(memory.nodes) == sorted(live.nodes)
@@ -163,19 +163,19 @@ def test_memory_and_index_are_rebuilt_from_run_db(make_run, flagship):
         assert a.since_reflection == pytest.approx(b.since_reflection)
         query = f"{flagship.persona(agent_id).name} and the party"
         assert [n.id for n in live.search(agent_id, query)] == [n.id for n in memory.search(agent_id, query)]
-    finish(resumed, "interrupted")
+    resumed.close("interrupted")
 
 
 def test_finished_run_needs_ticks_to_go_on(make_run):
     run = make_run(ScriptedBackend(), ticks=2)
     step_run(run)
     run.model.ask_probes()
-    finish(run, "finished")
+    run.close("finished")
     with pytest.raises(RunError, match="has finished"):
-        resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
-    more, _ = resume_run(run.run_dir, RunOptions(ticks=2), backend=ScriptedBackend())
+        Simulation.resume(run.run_dir, backend=ScriptedBackend())
+    more = Simulation.resume(run.run_dir, ticks=2, backend=ScriptedBackend())
     step_run(more)
-    finish(more, "finished")
+    more.close("finished")
     con = sqlite3.connect(run.run_dir / "run.db")
     assert con.execute("select ticks_done, ticks_planned from runs").fetchone() == (4, 4)
 
@@ -184,27 +184,27 @@ def test_a_run_in_progress_is_locked(make_run):
     run = make_run(ScriptedBackend(), ticks=3)
     step_run(run, 1)
     with pytest.raises(RunError, match="is being run by process"):
-        resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
-    finish(run, "interrupted")
-    resumed, _ = resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
+        Simulation.resume(run.run_dir, backend=ScriptedBackend())
+    run.close("interrupted")
+    resumed = Simulation.resume(run.run_dir, backend=ScriptedBackend())
     assert resumed.ticks == 2
-    finish(resumed, "interrupted")
+    resumed.close("interrupted")
 
 
 def test_not_a_run_directory(tmp_path):
     with pytest.raises(InputError, match="run directory not found"):
-        resume_run(tmp_path / "nowhere", RunOptions())
+        Simulation.resume(tmp_path / "nowhere")
     with pytest.raises(InputError, match="has no run.db"):
-        resume_run(tmp_path, RunOptions())
+        Simulation.resume(tmp_path)
     (tmp_path / "run.db").write_bytes(b"this is not sqlite at all, just text" * 50)
     with pytest.raises(InputError, match="not a readable run.db"):
-        resume_run(tmp_path, RunOptions())
+        Simulation.resume(tmp_path)
 
 
 def test_state_is_json_in_run_db(make_run):
     run = make_run(ScriptedBackend(), ticks=3)
     step_run(run)
-    finish(run, "finished")
+    run.close("finished")
     con = sqlite3.connect(run.run_dir / "run.db")
     tick, state = con.execute("select tick, state from resume_state").fetchone()
     assert tick == 2
@@ -219,19 +219,19 @@ def test_a_stuck_phase_stops_at_the_tick_boundary_names_who_waits_and_resumes_ex
     same rows as the uninterrupted one."""
     import asyncio
 
-    import simulation.model as model_module
+    import simulation.cognition.decide as decide
     from simulation.batching import PhaseStuck
 
-    real = model_module.plan_steps
+    real = decide.plan_steps
     stuck: list[str] = []
 
-    async def plan_steps(agent):
-        if agent.model.tick >= 5 and not stuck:
-            stuck.append(agent.agent_id)
+    async def plan_steps(me, mind):
+        if mind.tick >= 5 and not stuck:
+            stuck.append(me.id)
             await asyncio.get_running_loop().create_future()
-        return await real(agent)
+        return await real(me, mind)
 
-    monkeypatch.setattr(model_module, "plan_steps", plan_steps)
+    monkeypatch.setattr(decide, "plan_steps", plan_steps)
     run = make_run(ScriptedBackend(), ticks=TICKS)
     run.model.loop.stall_s = 0
     with pytest.raises(PhaseStuck) as error:
@@ -239,14 +239,14 @@ def test_a_stuck_phase_stops_at_the_tick_boundary_names_who_waits_and_resumes_ex
     stopped_at = run.model.tick
     assert stopped_at >= 5
     assert f"phase 'decide' is stuck" in str(error.value) and f"{stuck[0]}: waiting at" in str(error.value)
-    finish(run, "failed", str(error.value))
+    run.close("failed", str(error.value))
     run.store.close()
     con = sqlite3.connect(run.run_dir / "run.db")
     assert con.execute("select ticks_done from runs").fetchone()[0] == stopped_at, "committed ticks kept"
     con.close()
     monkeypatch.undo()
-    resumed, _ = resume_run(run.run_dir, RunOptions(), backend=ScriptedBackend())
+    resumed = Simulation.resume(run.run_dir, backend=ScriptedBackend())
     step_run(resumed)
     resumed.model.ask_probes()
-    finish(resumed, "finished")
+    resumed.close("finished")
     assert_same_run(reference, resumed.run_dir)

@@ -161,7 +161,7 @@ def test_retrievals_are_logged_with_their_scores(make_run, scripted):
 def test_a_question_waits_for_the_phases_retrievals_so_the_phase_is_one_llm_batch(make_run, scripted):
     """One agent asks straight away, the others retrieve first: the LLM still sees one batch."""
     from simulation.cognition import prompts
-    from simulation.cognition.context import ask, context, situation
+    from simulation.cognition.context import context, situation
     from simulation.cognition.schemas import ProbeAnswer
 
     run = make_run(scripted, ticks=1)
@@ -169,9 +169,11 @@ def test_a_question_waits_for_the_phases_retrievals_so_the_phase_is_one_llm_batc
     first, *others = m.order[:4]
 
     async def question(agent, retrieve: bool):
-        ctx = await context(agent, "the party", "probe") if retrieve else situation(agent)
-        msgs = prompts.messages(agent.system_prompt, "probe.j2", **ctx, question="Any news?")
-        return await ask(agent, msgs, ProbeAnswer, default=ProbeAnswer(answer="-"), purpose="probe0", max_tokens=20)
+        me = agent.state
+        ctx = await context(me, m.mind, "the party", "probe") if retrieve else situation(me, m.mind)
+        msgs = prompts.messages(me.system_prompt, "probe.j2", **ctx, question="Any news?")
+        return await m.mind.ask(me, msgs, ProbeAnswer, default=ProbeAnswer(answer="-"), purpose="probe0",
+                                max_tokens=20)
 
     async def phase():
         return await asyncio.gather(question(first, False), *(question(a, True) for a in others))

@@ -113,13 +113,13 @@ def base_run(tmp_path_factory: pytest.TempPathFactory, flagship: Any) -> Path:
     """A finished 18-tick flagship run on the scripted backend (conversations and plan steps)."""
     from scripted import ScriptedBackend
 
-    from simulation import runner
+    from simulation import Simulation
 
-    run = runner.create_run(flagship, ScriptedBackend(), runner.RunOptions(out=tmp_path_factory.mktemp("rw"),
-                                                                           ticks=18))
+    run = Simulation.from_scenario(flagship, backend=ScriptedBackend(), out=tmp_path_factory.mktemp("rw"),
+                                                                           ticks=18)
     for _ in range(run.ticks):
         run.model.step()
-    runner.finish(run, "finished")
+    run.close("finished")
     run.store.close()
     return run.run_dir
 
@@ -188,9 +188,9 @@ def test_actions_link_to_the_answer_that_queued_them_in_either_layout() -> None:
 def test_reactions_are_judged_with_what_the_agent_noticed(tmp_path: Path, flagship: Any) -> None:
     from scripted import ScriptedBackend
 
-    from simulation import runner
+    from simulation import Simulation
 
-    run = runner.create_run(flagship, ScriptedBackend(react="react"), runner.RunOptions(out=tmp_path, ticks=8))
+    run = Simulation.from_scenario(flagship, backend=ScriptedBackend(react="react"), out=tmp_path, ticks=8)
     for _ in range(run.ticks):
         run.model.step()
     run.store.close()
@@ -497,22 +497,17 @@ def test_export_refuses_a_used_folder_and_a_run_without_rewards(run_dir: Path, t
 
 
 def _app() -> typer.Typer:
-    """`agora` with `rewards` registered (a fresh app until the CLI registers it itself)."""
-    from simulation import cli, cli_rewards
+    """`agora`, which registers `rewards` among its commands."""
+    from simulation.cli import app
 
-    if any(c.name == "rewards" for c in cli.app.registered_commands):
-        return cli.app
-    app = typer.Typer()
-    app.callback()(lambda: None)
-    cli_rewards.register(app)
     return app
 
 
 def _agora(args: list[str], monkeypatch: pytest.MonkeyPatch, backend: object = None) -> Any:
-    from simulation import cli_rewards
+    from simulation.llm import factory
 
     if backend is not None:
-        monkeypatch.setattr(cli_rewards, "make_backend", lambda settings, base: backend)
+        monkeypatch.setattr(factory, "build_backend", lambda settings, base: backend)
     return CliRunner().invoke(_app(), args)
 
 
@@ -566,9 +561,9 @@ def test_rewards_command_with_an_unreachable_judge_exits_1(run_dir: Path, monkey
 def test_bundled_model_judges_a_few_turns(run_dir: Path, tmp_path: Path) -> None:
     """Four turns of a scripted run judged by the bundled SmolLM2-135M: schema-valid scores or counted drops."""
     from simulation.llm.factory import build_backend
-    from simulation.scenario import LLMSettings
+    from simulation.llm.settings import LlamaCppSettings
 
-    judge = build_backend(LLMSettings(cache="off"), Path.cwd())
+    judge = build_backend(LlamaCppSettings(cache="off"), Path.cwd())
     try:
         result = engine.label(run_dir / "run.db", _personas(run_dir), judge, None, engine.RewardOptions(limit=4))
     finally:

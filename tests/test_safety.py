@@ -129,7 +129,7 @@ def test_sql_lint_catches_spliced_values() -> None:
 
 def test_viewer_binds_to_loopback_by_default() -> None:
     from simulation.cli import app
-    from simulation.cli_ui import APP, streamlit_command
+    from simulation.cli.ui import APP, streamlit_command
 
     result = CliRunner().invoke(app, ["ui", "--help"], env={"NO_COLOR": "1", "COLUMNS": "200"})
     assert result.exit_code == 0, result.output
@@ -257,11 +257,11 @@ def test_system_prompt_keeps_its_instructions_and_shows_spectrum_fields(flagship
 
 
 def _requests(loaded: LoadedScenario, tmp_path: Path) -> list[Any]:
-    from simulation.runner import RunOptions, create_run
+    from simulation import Simulation
 
     backend = ScriptedBackend()
     loaded = with_settings(loaded, memory={"reflection_threshold": 25})
-    run = step_run(create_run(loaded, backend, RunOptions(out=tmp_path, ticks=12)))
+    run = step_run(Simulation.from_scenario(loaded, backend=backend, out=tmp_path, ticks=12))
     run.model.ask_probes()
     return [req for batch in backend.batches for req in batch]
 
@@ -300,7 +300,7 @@ SQL_TEXTS = {
 
 
 def test_sql_metacharacters_round_trip_into_run_db(tmp_path: Path, embedder) -> None:
-    from simulation.runner import RunOptions, create_run, finish
+    from simulation import Simulation
 
     data = yaml.safe_load((ROOT / "tests" / "data" / "good" / "minimal.yaml").read_text("utf-8"))
     data["name"], data["description"] = SQL_TEXTS["name"], SQL_TEXTS["description"]
@@ -312,10 +312,10 @@ def test_sql_metacharacters_round_trip_into_run_db(tmp_path: Path, embedder) -> 
     path = tmp_path / "sql.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "utf-8")
     loaded = load(path)
-    run = create_run(loaded, ScriptedBackend(), RunOptions(out=tmp_path / "runs", ticks=3))
+    run = Simulation.from_scenario(loaded, backend=ScriptedBackend(), out=tmp_path / "runs", ticks=3)
     step_run(run)
     run.model.ask_probes()  # commits the probes
-    finish(run, "finished")
+    run.close("finished")
     # the directory name is the scenario name made safe; run.db keeps the name as written
     assert run.run_dir.parent == tmp_path / "runs" and run.run_dir.name.startswith("DROP-TABLE-events-")
     con = sqlite3.connect(run.run_dir / "run.db")

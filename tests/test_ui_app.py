@@ -180,7 +180,7 @@ def test_metrics_shows_relationship_density_rewards_and_evaluations(monkeypatch,
     assert {"Relationships", "Rewards", "Evaluation scores"} <= set(subheaders)
     by_title = {f["layout"].get("title", {}).get("text", ""): f for f in figures(at)}
     density = next(f for t, f in by_title.items() if t.startswith("Graph density"))
-    assert array(density["data"][0]["y"])[-1] == pytest.approx(3 / 56), "3 directed pairs among 8 people"
+    assert array(density["data"][0]["y"])[-1] == pytest.approx(2 / 28), "2 pairs know each other among 8 people"
     rewards = by_title["Reward per agent over time (mean per tick)"]
     assert {t["name"] for t in rewards["data"]} == {"Isabella Rodriguez", "Walter Hughes"}
     evaluation = by_title["Evaluation: fidelity"]
@@ -377,7 +377,7 @@ def test_ui_refuses_a_port_in_use(finished_run):
 
 
 def test_streamlit_is_local_headless_and_quiet():
-    from simulation.cli_ui import APP, streamlit_command
+    from simulation.cli.ui import APP, streamlit_command
 
     cmd = streamlit_command(APP, "127.0.0.1", 8600)
     flags = dict(zip(cmd[5::2], cmd[6::2], strict=True))
@@ -393,6 +393,52 @@ def test_agora_ui_serves_the_app_on_loopback(finished_run):
         assert url.startswith("http://127.0.0.1:")
         with urllib.request.urlopen(url, timeout=10) as page:
             assert b"<div id=\"root\">" in page.read()
+
+
+# ---------------------------------------------------------------------- the viewer reads run.db only
+
+def _engine_imports(path):
+    """The ``simulation`` modules a file of the viewer imports (statically, at any depth)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "simulation"]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "simulation":
+            found += [f"{node.module}.{a.name}" if node.module == "simulation" else node.module for a in node.names]
+    return found
+
+
+def test_the_viewer_imports_nothing_of_the_engine_but_simulation_rundb():
+    """ui/ may import ``simulation.rundb`` (read-only run.db and the shared metrics) and nothing
+    else of the engine: the viewer must start without loading the simulation, and must not
+    come to depend on its internals."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    allowed = ("simulation.rundb",)
+    bad = {str(f.relative_to(root)): names for f in sorted((root / "ui").rglob("*.py"))
+           if (names := [n for n in _engine_imports(f) if not n.startswith(allowed)])}
+    assert not bad, f"the viewer imports engine internals: {bad}"
+    assert any(_engine_imports(root / "ui" / "queries.py")), "queries read the metrics from simulation.rundb"
+
+
+def test_importing_the_viewer_loads_no_engine_module():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import json, sys\n"
+            "import simulation\n"  # the package's own (tiny) __init__ is allowed
+            "bare = set(sys.modules)\n"
+            "import ui.db, ui.queries, ui.catalog, ui.inbox, ui.charts, ui.common, ui.screenshots\n"
+            "print(json.dumps(sorted(m for m in set(sys.modules) - bare if m.split('.')[0] == 'simulation')))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert loaded and all(m.startswith("simulation.rundb") for m in loaded), loaded
 
 
 # ---------------------------------------------------------------------- helpers

@@ -28,15 +28,15 @@ def build_run(loaded: Any, out: Path, ticks: int = TICKS, finish: bool = True, p
     """A real run of ``loaded`` on the scripted backend; returns the runner's Run."""
     from scripted import ScriptedBackend
 
-    from simulation import runner
+    from simulation import Simulation
 
-    run = runner.create_run(loaded, ScriptedBackend(), runner.RunOptions(out=out, ticks=ticks))
+    run = Simulation.from_scenario(loaded, backend=ScriptedBackend(), out=out, ticks=ticks)
     for _ in range(run.ticks if finish else 0):
         run.model.step()
     if finish:
         if probes:
             run.model.ask_probes()
-        runner.finish(run, "finished")
+        run.close("finished")
     return run
 
 

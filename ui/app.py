@@ -1,6 +1,6 @@
 """Agora's viewer, the Streamlit entry script: run picker in the sidebar, then the pages.
 
-Started by `agora ui` (see simulation/cli_ui.py), or by hand:
+Started by `agora ui` (see simulation/cli/ui.py), or by hand:
 ``AGORA_UI_RUNS_DIR=runs streamlit run ui/app.py``.
 """
 

@@ -200,11 +200,12 @@ def awareness(aware: pd.DataFrame, ticks: pd.DataFrame, n_agents: int, topic: st
 
 
 def density(frame: pd.DataFrame, source: str) -> go.Figure:
+    """Who-knows-whom density per tick (``queries.density``), a step line."""
     fig = go.Figure(go.Scatter(x=_times(frame), y=frame["density"], mode="lines", line={"shape": "hv", "width": 3},
                                customdata=frame["edges"],
-                               hovertemplate="%{x|%a %H:%M}: density %{y:.3f} (%{customdata} edges)<extra></extra>"))
+                               hovertemplate="%{x|%a %H:%M}: density %{y:.3f} (%{customdata} pairs)<extra></extra>"))
     what = "relationships" if source == "relationships" else "who has talked with whom"
-    fig.update_layout(title=f"Graph density over time ({what}; directed edges / n(n-1))", height=300,
+    fig.update_layout(title=f"Graph density over time ({what}; pairs / (n(n-1)/2))", height=300,
                       yaxis={"range": [0, 1.02], "tickformat": ".0%"}, margin={"t": 40, "b": 10})
     return fig
 

@@ -1,123 +1,40 @@
-"""Opening one run.db for reading: read-only, safe while the run is writing, checked first.
+"""The viewer's handle on one run.db: ``simulation.rundb``'s read-only, checked ``RunDB``, plus
+query results as pandas frames for the pages.
 
-The viewer opens run.db through a ``file:...?mode=ro`` URI, so nothing it does can change
-a run (whispers, its one write, go through ``ui.inbox``). The model commits a whole tick
-per transaction in WAL mode, so every read sees whole ticks. Anything that is not a
-readable run of a layout this viewer knows becomes a ``RunUnreadable`` with a sentence a
-person can act on, never a traceback.
+Opening and checking run.db is written once, in ``simulation.rundb.connect`` (the CLI summary,
+`agora eval` and `agora rewards` read through it too); the viewer only adds what it needs on
+top: the oldest layout it can show and frames for its tables and charts. Nothing it does can
+change a run (``mode=ro``); whispers, its one write, go through ``ui.inbox``.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pandas as pd
+
+from simulation.rundb.connect import CORE_TABLES, RunUnreadable, connect_ro, db_path
+from simulation.rundb.connect import RunDB as _RunReader
+
+__all__ = ["MIN_SCHEMA", "REQUIRED", "RunDB", "RunUnreadable", "connect_ro", "db_path"]
 
 MIN_SCHEMA = 2
 """Oldest ``runs.schema_version`` the viewer reads (2 added the inbox and cache hits)."""
 
-REQUIRED = ("runs", "agents", "places", "ticks", "agent_states", "events", "memories", "conversations",
-            "utterances", "llm_calls")
+REQUIRED = CORE_TABLES
 
 
-class RunUnreadable(Exception):
-    """run.db is missing, empty, corrupt, of an older layout, or not an Agora run."""
-
-
-def db_path(run: Path) -> Path:
-    """A run directory's run.db (a path to the file itself is taken as is)."""
-    run = Path(run)
-    return run if run.suffix == ".db" else run / "run.db"
-
-
-def connect_ro(path: Path) -> sqlite3.Connection:
-    """A read-only connection; ``mode=ro`` refuses writes even by mistake."""
-    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro"
-    con = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
-    con.row_factory = sqlite3.Row
-    return con
-
-
-class RunDB:
+class RunDB(_RunReader):
     """One run.db, opened read-only and checked; queries always filter on its ``run_id``."""
 
-    def __init__(self, path: Path):
-        self.path = db_path(path)
-        if not self.path.exists():
-            where = self.path.parent
-            raise RunUnreadable(f"No run.db in {where}: the run has not started, or this is not a run directory."
-                                if where.exists() else f"{where} does not exist.")
-        if self.path.stat().st_size == 0:
-            raise RunUnreadable(f"{self.path} is empty: the run has not written anything yet.")
-        try:
-            self.con = connect_ro(self.path)
-        except sqlite3.Error as exc:
-            raise RunUnreadable(f"Cannot open {self.path}: {exc}.") from None
-        try:
-            self._check()
-        except sqlite3.DatabaseError as exc:
-            self.close()
-            raise RunUnreadable(f"{self.path} is not a readable SQLite database (corrupt or another kind of "
-                                f"file): {exc}.") from None
-        except RunUnreadable:
-            self.close()
-            raise
-        self._columns: dict[str, set[str]] = {}
-
-    def _check(self) -> None:
-        self.tables = {r[0] for r in self.con.execute("select name from sqlite_master where type = 'table'")}
-        if not self.tables:
-            raise RunUnreadable(f"{self.path} is empty (no tables yet): the run has not written anything.")
-        if "runs" not in self.tables:
-            raise RunUnreadable(f"{self.path} is not an Agora run.db (it has no runs table).")
-        row = self.con.execute("select * from runs order by started_at limit 1").fetchone()
-        if row is None:
-            raise RunUnreadable(f"{self.path} has no run recorded yet.")
-        self.run: dict[str, Any] = dict(row)
-        version = self.run.get("schema_version") or 1
-        if version < MIN_SCHEMA:
-            raise RunUnreadable(
-                f"This run was recorded with run.db schema version {version}, an older layout; the viewer reads "
-                f"version {MIN_SCHEMA} and later. Run the scenario again with this version of Agora to view it."
-            )
-        missing = [t for t in REQUIRED if t not in self.tables]
-        if missing:
-            raise RunUnreadable(f"{self.path} lacks the table(s) {', '.join(missing)}: it is damaged or unfinished.")
-        self.run_id: str = self.run["run_id"]
-
-    # ------------------------------------------------------------------ basics
-
-    def close(self) -> None:
-        self.con.close()
+    MIN_SCHEMA = MIN_SCHEMA
+    REQUIRED = REQUIRED
+    READER = "the viewer"
 
     def __enter__(self) -> RunDB:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def has(self, table: str, column: str | None = None) -> bool:
-        """Whether the run has ``table`` (and ``column``): newer tables are optional."""
-        if table not in self.tables:
-            return False
-        return column is None or column in self.columns(table)
-
-    def columns(self, table: str) -> set[str]:
-        if table not in self._columns:
-            self._columns[table] = {r[1] for r in self.con.execute(f"pragma table_info([{table}])")}
-        return self._columns[table]
-
-    def rows(self, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.con.execute(sql, params)]
-
-    def one(self, sql: str, params: tuple | list = ()) -> Any:
-        """The first column of the first row (None when there is no row)."""
-        row = self.con.execute(sql, params).fetchone()
-        return None if row is None else row[0]
-
     def frame(self, sql: str, params: tuple | list = ()) -> pd.DataFrame:
         cur = self.con.execute(sql, params)
-        return pd.DataFrame.from_records([tuple(r) for r in cur.fetchall()], columns=[c[0] for c in cur.description])
+        rows: list[Any] = [tuple(r) for r in cur.fetchall()]
+        return pd.DataFrame.from_records(rows, columns=[c[0] for c in cur.description])

@@ -1,18 +1,20 @@
 """What the pages show, as SQL over one run.db: plain functions of a ``RunDB``, no Streamlit.
 
-Kept apart from the pages so tests can check the numbers without a browser, and so the
-definitions the viewer shares with the CLI summary (awareness of a topic) are written
-down once, in SQL over the recorded rows.
+Kept apart from the pages so tests can check the numbers without a browser. The numbers the
+viewer shares with the CLI summary (awareness of a topic, who-knows-whom density, LLM totals,
+counts) are not defined here: they come from ``simulation.rundb.metrics``, the one place they
+are written, and are only shaped into frames for the charts here.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
-import yaml
 
+from simulation.rundb import metrics
 from ui.db import RunDB
 
 
@@ -36,8 +38,7 @@ def agents(db: RunDB) -> list[dict[str, Any]]:
 
 
 def names(db: RunDB) -> dict[str, str]:
-    return {r["agent_id"]: r["name"] for r in db.rows(
-        "select agent_id, name from agents where run_id = ? order by agent_id", (db.run_id,))}
+    return metrics.people(db.con, db.run_id)
 
 
 def places(db: RunDB) -> pd.DataFrame:
@@ -266,50 +267,31 @@ def llm_by_purpose(db: RunDB) -> pd.DataFrame:
 
 
 def llm_totals(db: RunDB) -> dict[str, Any]:
-    """Totals over every call of the run (probes included)."""
-    row = db.rows(
-        "select count(*) as calls, coalesce(sum(prompt_tokens), 0) as prompt_tokens, "
-        "coalesce(sum(completion_tokens), 0) as completion_tokens, coalesce(sum(1 - parse_ok), 0) as parse_failures, "
-        "coalesce(sum(fallback), 0) as fallbacks, coalesce(sum(cache_hit), 0) as cache_hits, "
-        "avg(latency_s) as mean_latency_s from llm_calls where run_id = ?", (db.run_id,))[0]
-    row["tokens"] = row["prompt_tokens"] + row["completion_tokens"]
-    return row
+    """Totals over every call of the run (probes included): ``metrics.LLMTotals`` as a dict,
+    with ``tokens`` and ``mean_latency_s`` (None without calls)."""
+    totals = metrics.llm_totals(db.con, db.run_id)
+    return {**asdict(totals), "tokens": totals.tokens, "mean_latency_s": totals.mean_latency_s}
 
 
 # ---------------------------------------------------------------------- outcomes
 
-def topics(scenario_yaml: str | None) -> dict[str, list[str]]:
-    """topic id -> keywords, from the scenario file as run (``topics:``)."""
-    try:
-        data = yaml.safe_load(scenario_yaml or "") or {}
-        return {str(t["id"]): [str(k) for k in t["keywords"]] for t in data.get("topics") or []}
-    except (yaml.YAMLError, KeyError, TypeError, AttributeError):
-        return {}
+def topics(db: RunDB) -> dict[str, list[str]]:
+    """topic id -> keywords, as the run was started (the scenario's ``topics:``)."""
+    return metrics.topics(db.con, db.run_id)
 
 
 def awareness(db: RunDB) -> pd.DataFrame:
-    """Who became aware of each topic, and when: the first memory formed during the run (not a
-    seed memory) that mentions one of the topic's keywords, case-insensitively. The same
-    definition as the CLI's run summary."""
-    who = names(db)
-    out = []
-    for topic, keywords in topics(db.run.get("scenario_yaml")).items():
-        if not keywords:
-            continue
-        clause = " or ".join("lower(text) like ?" for _ in keywords)
-        for r in db.rows(f"select agent_id, min(tick) as tick, min(sim_time) as sim_time from memories "
-                         f"where run_id = ? and kind != 'seed' and ({clause}) group by agent_id",
-                         [db.run_id, *[f"%{k.lower()}%" for k in keywords]]):
-            if r["agent_id"] in who:
-                out.append({"topic": topic, "agent_id": r["agent_id"], "name": who[r["agent_id"]],
-                            "tick": r["tick"], "sim_time": r["sim_time"]})
+    """Who became aware of each topic, and when (``metrics.awareness``: the CLI summary's
+    definition), one row per person and topic, by topic, tick and agent id."""
+    out = [{"topic": topic, "agent_id": a.agent_id, "name": a.name, "tick": a.tick, "sim_time": a.sim_time}
+           for topic, aware in metrics.awareness(db.con, db.run_id).items() for a in aware]
     frame = pd.DataFrame(out, columns=["topic", "agent_id", "name", "tick", "sim_time"])
     return frame.sort_values(["topic", "tick", "agent_id"]).reset_index(drop=True)
 
 
 def graph_source(db: RunDB) -> str:
     """``relationships`` when the run records them, else ``conversations`` (who has talked)."""
-    return "relationships" if db.has("relationships") else "conversations"
+    return metrics.graph_source(db.con)
 
 
 def graph_edges(db: RunDB, tick: int) -> pd.DataFrame:
@@ -320,37 +302,21 @@ def graph_edges(db: RunDB, tick: int) -> pd.DataFrame:
         frame = frame.rename(columns={"conversations": "weight"})
         return frame[["agent_id", "other_id", "weight", "sentiment", "view"]]
     counts: dict[tuple[str, str], int] = {}
-    for r in db.rows("select participants from conversations where run_id = ? and started_tick <= ?",
-                     (db.run_id, tick)):
-        pair = _loads(r["participants"], [])
-        if len(pair) == 2:
-            for a, b in (pair, pair[::-1]):
-                counts[(a, b)] = counts.get((a, b), 0) + 1
+    for a, b, _ in metrics.conversation_pairs(db.con, db.run_id, until_tick=tick):
+        for key in ((a, b), (b, a)):
+            counts[key] = counts.get(key, 0) + 1
     return pd.DataFrame([{"agent_id": a, "other_id": b, "weight": n, "sentiment": None, "view": None}
                          for (a, b), n in sorted(counts.items())],
                         columns=["agent_id", "other_id", "weight", "sentiment", "view"])
 
 
 def density(db: RunDB) -> pd.DataFrame:
-    """Per tick: directed edges known by then and the density edges / (n * (n - 1))."""
-    n = len(names(db))
-    if graph_source(db) == "relationships":
-        first = db.rows("select min(tick) as tick from relationships where run_id = ? group by agent_id, other_id",
-                        (db.run_id,))
-        born = [r["tick"] for r in first]
-    else:
-        seen: dict[tuple[str, str], int] = {}
-        for r in db.rows("select participants, started_tick from conversations where run_id = ? order by started_tick",
-                         (db.run_id,)):
-            pair = _loads(r["participants"], [])
-            if len(pair) == 2:
-                for key in (tuple(pair), tuple(pair[::-1])):
-                    seen.setdefault(key, r["started_tick"])  # type: ignore[arg-type]
-        born = list(seen.values())
-    frame = db.frame("select tick, sim_time from ticks where run_id = ? order by tick", (db.run_id,))
-    frame["edges"] = [sum(1 for b in born if b <= t) for t in frame["tick"]]
-    frame["density"] = frame["edges"] / (n * (n - 1)) if n > 1 else 0.0
-    return frame
+    """Per tick: pairs of people who know each other by then (``edges``) and the who-knows-whom
+    density, pairs / (n(n-1)/2) (``metrics.knows_by_tick``: the CLI summary's definition)."""
+    series = metrics.knows_by_tick(db.con, db.run_id)
+    return pd.DataFrame({"tick": [k.tick for k in series], "sim_time": [k.sim_time for k in series],
+                         "edges": [k.pairs for k in series], "density": [k.density for k in series]},
+                        columns=["tick", "sim_time", "edges", "density"])
 
 
 def probes(db: RunDB) -> pd.DataFrame:
@@ -428,9 +394,9 @@ def summary(db: RunDB) -> dict[str, Any]:
     """One run in a line: settings, size, cost and outcomes (for the Runs page)."""
     run = db.run
     n = len(names(db))
-    totals = llm_totals(db)
-    aware = awareness(db)
-    outcome = [f"{t}: {len(aware[aware.topic == t])}/{n} aware" for t in topics(run.get("scenario_yaml"))]
+    totals = metrics.llm_totals(db.con, db.run_id)
+    aware = metrics.awareness(db.con, db.run_id)
+    outcome = [f"{t}: {len(who)}/{n} aware" for t, who in aware.items()]
     last = db.one("select max(sim_time) from ticks where run_id = ?", (db.run_id,))
     return {
         "scenario": run.get("scenario"), "status": run.get("status"), "seed": run.get("seed"),
@@ -438,13 +404,12 @@ def summary(db: RunDB) -> dict[str, Any]:
         "ticks": f"{run.get('ticks_done') or 0}/{run.get('ticks_planned')}",
         "ticks_done": run.get("ticks_done") or 0,
         "game time": f"{run.get('start_time') or '-'} to {last or '-'}",
-        "LLM calls": totals["calls"], "tokens": totals["tokens"], "parse failures": totals["parse_failures"],
-        "cache hits": totals["cache_hits"],
-        "conversations": db.one("select count(*) from conversations where run_id = ?", (db.run_id,)),
-        "utterances": db.one("select count(*) from utterances where run_id = ?", (db.run_id,)),
+        "LLM calls": totals.calls, "tokens": totals.tokens, "parse failures": totals.parse_failures,
+        "cache hits": totals.cache_hits,
+        "conversations": metrics.count(db.con, db.run_id, "conversations"),
+        "utterances": metrics.count(db.con, db.run_id, "utterances"),
         "outcomes": "; ".join(outcome) or "-",
-        "aware": {t: int((aware.topic == t).sum()) for t in topics(run.get("scenario_yaml"))},
-        "probe answers": db.one("select count(*) from probes where run_id = ?", (db.run_id,))
-        if db.has("probes") else 0,
+        "aware": {t: len(who) for t, who in aware.items()},
+        "probe answers": metrics.count(db.con, db.run_id, "probes"),
         "started": run.get("started_at"),
     }

@@ -1,7 +1,14 @@
-"""How an agent thinks: perceive (no LLM), rate importance, plan (day, hours, steps), react,
-converse and recap, reflect, answer probes. See docs/cognition.md.
+"""How a person thinks: phases (perceive, rate importance, decide, converse, recap, reflect) run
+over a narrow context (``Mind``), plus end-of-run probes. See docs/cognition.md.
 
-Each LLM-backed step retrieves what it needs from memory, renders a prompt, asks the
-batching client for a schema-constrained answer and supplies a safe default, so a model
-that returns garbage slows nobody down.
+Each LLM-backed step retrieves what it needs from memory, renders a prompt, asks for a
+schema-constrained answer and supplies a safe default, so a model that returns garbage slows
+nobody down.
 """
+
+from simulation.cognition.mind import CognitionSettings, Mind, TickNotes
+from simulation.cognition.phase import Phase
+from simulation.cognition.phases import DEFAULT, PHASES, default_phases, phase_class, phases_from_names, scenario_phases
+
+__all__ = ["DEFAULT", "PHASES", "CognitionSettings", "Mind", "Phase", "TickNotes", "default_phases", "phase_class",
+           "phases_from_names", "scenario_phases"]

@@ -1,46 +1,87 @@
-"""Perception without the LLM: who and what is at an agent's place, up to its attention bandwidth."""
+"""Perception without the LLM: who and what is at a person's place, up to their attention
+bandwidth; and attention: what, of all that, a free person reacts to this tick."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from simulation.agent import IDLE, SLEEPING, WAKING, WALKING, Perception
+from simulation.cognition.phase import Phase
+from simulation.core import Focus, MemoryKind, Perception, PlaceEvent, Status
 
 if TYPE_CHECKING:
-    from simulation.agent import PersonaAgent
-    from simulation.model import ActivePlaceEvent
+    from simulation.agents import AgentState
+    from simulation.cognition.mind import Mind
 
 NEWS_AFTER_MINUTES = 60
 """Seeing the same person again only counts as news after this many game minutes apart."""
 TRIVIAL = 1.0
 """Importance of seeing someone idle: rated without asking the LLM."""
+UNSEEING = (Status.SLEEPING, Status.WALKING)
 
 
-def perceive(agent: PersonaAgent, here: list[PersonaAgent], events: list[ActivePlaceEvent], tick: int) -> Perception:
+def perceive(me: AgentState, mind: Mind, here: list[AgentState], events: list[PlaceEvent]) -> Perception:
     """Record new observations as memories; return the people and place events worth reacting to."""
     seen = Perception()
-    if agent.status in (SLEEPING, WALKING):
+    if me.status in UNSEEING:
         return seen
-    budget = agent.model.scenario.cognition.attention_bandwidth
+    tick = mind.tick
+    budget = mind.settings.attention_bandwidth
     for ev in events:
         key = f"event:{ev.id}"
-        if key not in agent.last_seen and budget > 0:
-            agent.last_seen[key] = tick
-            agent.remember("observation", f"At {agent.model.town.name(ev.place)}: {ev.text}")
+        if key not in me.last_seen and budget > 0:
+            me.last_seen[key] = tick
+            mind.remember(me.id, MemoryKind.OBSERVATION, f"At {mind.place_name(ev.place)}: {ev.text}")
             seen.events.append(ev)
             budget -= 1
     for other in here:
         if budget <= 0:
             break
-        if other is agent or other.status in (SLEEPING, WALKING):
+        if other.id == me.id or other.status in UNSEEING:
             continue
-        last = agent.last_seen.get(other.agent_id)
-        agent.last_seen[other.agent_id] = tick
-        if last is not None and (tick - last) * agent.model.clock.tick_minutes < NEWS_AFTER_MINUTES:
+        last = me.last_seen.get(other.id)
+        me.last_seen[other.id] = tick
+        if last is not None and (tick - last) * mind.settings.tick_minutes < NEWS_AFTER_MINUTES:
             continue
-        idle = other.status in (IDLE, WAKING) and other.action is None
-        agent.remember("observation", f"{other.persona.name} is {other.doing()} at {agent.model.town.name(agent.place)}",
-                       importance=TRIVIAL if idle else None)
-        seen.people.append(other.agent_id)
+        idle = other.status in (Status.IDLE, Status.WAKING) and other.action is None
+        mind.remember(me.id, MemoryKind.OBSERVATION, f"{other.persona.name} is {mind.doing(other)} at "
+                      f"{mind.place_name(me.place)}", importance=TRIVIAL if idle else None)
+        seen.people.append(other.id)
         budget -= 1
     return seen
+
+
+def can_talk(me: AgentState, other: AgentState, mind: Mind) -> bool:
+    last = me.last_talk.get(other.id)
+    return other.free and other.place == me.place and (
+        last is None or mind.now - last >= mind.settings.conversation_cooldown)
+
+
+def focus(me: AgentState, mind: Mind) -> Focus | None:
+    """What a free person reacts to this tick: a new place event, someone free to talk."""
+    if not me.free:
+        return None
+    event = me.perceived.events[0] if me.perceived.events else None
+    other = next((o for o in me.perceived.people if can_talk(me, mind.person(o), mind)), None)
+    return Focus(event, other) if event or other else None
+
+
+def needs_thought(me: AgentState, mind: Mind) -> bool:
+    """Waking, out of steps for the hour, or noticing something: everyone else costs no call.
+    Sets ``me.focus``."""
+    me.focus = focus(me, mind)
+    if me.status == Status.WAKING or me.focus is not None:
+        return True
+    return me.status == Status.IDLE and not me.has_steps(mind.now)
+
+
+class Perceive(Phase):
+    """Everyone awake and at a place notices who and what is there (no LLM); then everyone free
+    decides whether something needs a thought this tick (``mind.notes.deciding``)."""
+
+    name = "perceive"
+
+    async def run(self, me: AgentState, mind: Mind) -> None:
+        me.perceived = perceive(me, mind, mind.here(me), mind.place_events(me.place))
+
+    def finish(self, mind: Mind) -> None:
+        mind.notes.deciding = [me.id for me in mind.people() if needs_thought(me, mind)]

@@ -17,17 +17,18 @@ itself, the hour's activity) so a model that returns garbage still gives a day.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
-from simulation.agent import Action, HourBlock
 from simulation.cognition import prompts
-from simulation.cognition.context import ask, context, memory_line
-from simulation.cognition.schemas import DailyPlan, PlanItem, Step, clip, hours_model, plan_model, steps_model
-from simulation.memory.stream import SEED, SUMMARY, UTTERANCE, MemoryNode
+from simulation.cognition.context import context, memory_line
+from simulation.cognition.schemas import DailyPlan, Step, clip, hours_model, plan_model, steps_model
+from simulation.core import Action, HourBlock, MemoryKind, PlanItem, Purpose
+from simulation.memory.stream import MemoryNode
 
 if TYPE_CHECKING:
-    from simulation.agent import PersonaAgent
+    from simulation.agents import AgentState
+    from simulation.cognition.mind import Mind
 
 MIN_WINDOW = 20
 """Minutes: with less of the hour left, carry on with the hour's activity instead of asking."""
@@ -36,33 +37,32 @@ MAX_HOURS = 8
 YESTERDAY_LINES = 8
 
 
-def bed_hour(agent: PersonaAgent) -> int:
-    routine = agent.persona.routine
+def bed_hour(me: AgentState) -> int:
+    routine = me.persona.routine
     return routine.sleep.hour + (24 if routine.sleep <= routine.wake else 0)  # night owls sleep after midnight
 
 
-def routine_plan(agent: PersonaAgent) -> list[PlanItem]:
+def routine_plan(me: AgentState, hour: int, hub: str) -> list[PlanItem]:
     """A plain day from the persona's placement: breakfast at home, work (or the town's hub),
     out among people in the late afternoon, dinner at home. It seeds the plan prompt's example
-    and is the safe default when the model's plan is unusable."""
-    m = agent.model
-    now = m.now.hour
-    bed = bed_hour(agent)
+    and is the safe default when the model's plan is unusable. A pure function of the person,
+    the hour they plan at and the town's hub."""
+    now = hour
+    bed = bed_hour(me)
     day = [
-        (now, "having breakfast", agent.home),
-        (max(now + 1, 9), "working" if agent.workplace else "taking a walk",
-         agent.workplace or m.hub),
-        (max(now + 2, 17), "meeting people around town", m.hub),
-        (max(now + 3, 19), "having dinner and relaxing", agent.home),
+        (now, "having breakfast", me.home),
+        (max(now + 1, 9), "working" if me.workplace else "taking a walk", me.workplace or hub),
+        (max(now + 2, 17), "meeting people around town", hub),
+        (max(now + 3, 19), "having dinner and relaxing", me.home),
     ]
     return [PlanItem(hour=h, activity=a, place=p) for h, a, p in day if h < bed and h <= 23]
 
 
-def yesterday_memories(agent: PersonaAgent) -> list[MemoryNode]:
-    """The most important memories of the agent's last day before today, in time order."""
-    today = agent.model.now.date()
-    earlier = [n for n in agent.memory.nodes
-               if n.created.date() < today and n.kind not in (SEED, UTTERANCE, SUMMARY)]
+def yesterday_memories(nodes: list[MemoryNode], today: date) -> list[MemoryNode]:
+    """The most important memories of a person's last day before ``today``, in time order."""
+    earlier = [n for n in nodes
+               if n.created.date() < today and n.kind not in (MemoryKind.SEED, MemoryKind.UTTERANCE,
+                                                                 MemoryKind.SUMMARY)]
     if not earlier:
         return []
     day = max(n.created.date() for n in earlier)
@@ -71,31 +71,32 @@ def yesterday_memories(agent: PersonaAgent) -> list[MemoryNode]:
     return sorted(top, key=lambda n: n.id)
 
 
-async def daily_plan(agent: PersonaAgent) -> list[PlanItem]:
-    m = agent.model
-    yesterday = yesterday_memories(agent)
-    model = plan_model(m.place_ids, bool(yesterday))
-    skeleton = routine_plan(agent) or [PlanItem(hour=m.now.hour, activity="resting", place=agent.home)]
+async def daily_plan(me: AgentState, mind: Mind) -> list[PlanItem]:
+    now = mind.now
+    yesterday = yesterday_memories(mind.memories(me.id).nodes, now.date())
+    model = plan_model(mind.place_ids, bool(yesterday))
+    skeleton = routine_plan(me, now.hour, mind.hub) or [PlanItem(hour=now.hour, activity="resting", place=me.home)]
     recap = yesterday[-1].text[:160] if yesterday else ""
     default = model(plan=[i.model_dump() for i in skeleton], **({"yesterday": recap} if yesterday else {}))
-    ctx = await context(agent, f"{agent.persona.name}'s plans and goals for {m.now:%A}", "plan")
+    ctx = await context(me, mind, f"{me.persona.name}'s plans and goals for {now:%A}", Purpose.PLAN)
     msgs = prompts.messages(
-        agent.system_prompt, "plan.j2", **ctx, day=m.now.strftime("%A %d %B"),
-        bedtime=agent.persona.routine.sleep.strftime("%H:%M"), yesterday=[memory_line(n) for n in yesterday],
+        me.system_prompt, "plan.j2", **ctx, day=now.strftime("%A %d %B"),
+        bedtime=me.persona.routine.sleep.strftime("%H:%M"), yesterday=[memory_line(n) for n in yesterday],
         example=default.model_dump_json(exclude=None if yesterday else {"yesterday"}),
     )
-    answer = await ask(agent, msgs, model, default=default, purpose="plan", max_tokens=256,
-                       check=lambda v: _check_plan(v, m.now.hour))
+    answer = await mind.ask(me, msgs, model, default=default, purpose=Purpose.PLAN, max_tokens=256,
+                            check=lambda v: _check_plan(v, now.hour))
     items = sorted(answer.value.plan, key=lambda i: i.hour)
-    agent.plan = items
-    agent.plan_day = m.now.date()
-    agent.hours = {}
-    agent.steps, agent.steps_key = [], None
+    me.plan = items
+    me.plan_day = now.date()
+    me.hours = {}
+    me.steps, me.steps_key = [], None
     if yesterday and answer.ok:
-        agent.remember(SUMMARY, f"{agent.first_name}'s day on {yesterday[-1].created:%A}: {answer.value.yesterday}")
-    text = "; ".join(f"{i.hour:02d}:00 {i.activity} at {m.town.name(i.place)}" for i in items)
-    agent.remember("plan", f"Plan for {m.now:%A}: {text}")
-    m.log_plan(agent, items, answer.ok)
+        mind.remember(me.id, MemoryKind.SUMMARY,
+                      f"{me.first_name}'s day on {yesterday[-1].created:%A}: {answer.value.yesterday}")
+    text = "; ".join(f"{i.hour:02d}:00 {i.activity} at {mind.place_name(i.place)}" for i in items)
+    mind.remember(me.id, MemoryKind.PLAN, f"Plan for {now:%A}: {text}")
+    mind.record_plan(me, items, answer.ok)
     return items
 
 
@@ -105,47 +106,46 @@ def _check_plan(plan: DailyPlan, hour: int) -> str | None:
     return f"the plan starts at {min(early):02d}:00, before now ({hour:02d}:00)" if early else None
 
 
-def _item_span(agent: PersonaAgent, hour: int) -> tuple[PlanItem, int] | None:
+def _item_span(me: AgentState, hour: int) -> tuple[PlanItem, int] | None:
     """The plan item in force at ``hour`` and the hour it ends (the next item, or bedtime)."""
     index = None
-    for i, item in enumerate(agent.plan):  # sorted by hour
+    for i, item in enumerate(me.plan):  # sorted by hour
         if item.hour <= hour:
             index = i
     if index is None:
         return None
-    end = agent.plan[index + 1].hour if index + 1 < len(agent.plan) else bed_hour(agent)
-    return agent.plan[index], max(end, hour + 1)
+    end = me.plan[index + 1].hour if index + 1 < len(me.plan) else bed_hour(me)
+    return me.plan[index], max(end, hour + 1)
 
 
-async def hour_block(agent: PersonaAgent) -> HourBlock:
+async def hour_block(me: AgentState, mind: Mind) -> HourBlock:
     """What the current hour is for, splitting the plan item in force into hours when first reached."""
-    m = agent.model
-    hour = m.now.hour
-    if hour in agent.hours:
-        return agent.hours[hour]
-    span = _item_span(agent, hour)
+    hour = mind.now.hour
+    if hour in me.hours:
+        return me.hours[hour]
+    span = _item_span(me, hour)
     if span is None:
-        agent.hours[hour] = HourBlock(hour, "taking it easy", agent.place)
-        return agent.hours[hour]
+        me.hours[hour] = HourBlock(hour, "taking it easy", me.place)
+        return me.hours[hour]
     item, end = span
     n = min(end - hour, MAX_HOURS)
     if n <= 1:
-        agent.hours[hour] = HourBlock(hour, item.activity, item.place)
-        return agent.hours[hour]
+        me.hours[hour] = HourBlock(hour, item.activity, item.place)
+        return me.hours[hour]
     model = hours_model(n)
     default = model(hours=[item.activity] * n)
-    ctx = await context(agent, item.activity, "hours")
+    ctx = await context(me, mind, item.activity, Purpose.HOURS)
     msgs = prompts.messages(
-        agent.system_prompt, "hours.j2", **ctx, plan=agent.plan, item=item, item_place=m.town.name(item.place),
+        me.system_prompt, "hours.j2", **ctx, plan=me.plan, item=item, item_place=mind.place_name(item.place),
         start=hour, end=hour + n, example=default.model_dump_json(),
     )
-    answer = await ask(agent, msgs, model, default=default, purpose="hours", max_tokens=24 + 20 * n)
+    answer = await mind.ask(me, msgs, model, default=default, purpose=Purpose.HOURS, max_tokens=24 + 20 * n)
     for j, activity in enumerate(answer.value.hours):
-        agent.hours[hour + j] = HourBlock(hour + j, activity.strip() or item.activity, item.place)
-    m.log_schedule(agent, "hours", item.activity,
-                   [{"hour": hour + j, "activity": agent.hours[hour + j].activity, "place": item.place}
-                    for j in range(n)], answer.ok)
-    return agent.hours[hour]
+        me.hours[hour + j] = HourBlock(hour + j, activity.strip() or item.activity, item.place)
+    mind.record_schedule(me, "hours", item.activity,
+                         [{"hour": hour + j, "activity": me.hours[hour + j].activity, "place": item.place}
+                          for j in range(n)], answer.ok)
+    return me.hours[hour]
 
 
 def fit_steps(steps: list[Step], window: int, call_id: int | None = None) -> list[Action]:
@@ -166,18 +166,17 @@ def fit_steps(steps: list[Step], window: int, call_id: int | None = None) -> lis
     return out
 
 
-async def plan_steps(agent: PersonaAgent) -> list[Action]:
+async def plan_steps(me: AgentState, mind: Mind) -> list[Action]:
     """Queue the rest of the current hour as 5-30 minute steps (see the module docstring)."""
-    m = agent.model
-    now = m.now
+    now = mind.now
     left = 60 - now.minute
-    block = await hour_block(agent)
-    reaction, agent.replan = agent.replan, None
+    block = await hour_block(me, mind)
+    reaction, me.replan = me.replan, None
     if left < MIN_WINDOW and not reaction:
         steps = [Action(block.activity, block.place, left)]
         ok = True
     else:
-        model = steps_model(m.place_ids)
+        model = steps_model(mind.place_ids)
         first = min(30, left)
         example = [{"action": clip(reaction or block.activity, 60), "place": block.place, "minutes": first,
                     "importance": 3}]
@@ -185,20 +184,19 @@ async def plan_steps(agent: PersonaAgent) -> list[Action]:
             example.append({"action": clip(block.activity, 60), "place": block.place, "minutes": min(30, left - first),
                             "importance": 2})
         default = model(steps=example)
-        ctx = await context(agent, reaction or block.activity, "steps")
+        ctx = await context(me, mind, reaction or block.activity, Purpose.STEPS)
         msgs = prompts.messages(
-            agent.system_prompt, "steps.j2", **ctx, block=block, block_place=m.town.name(block.place),
+            me.system_prompt, "steps.j2", **ctx, block=block, block_place=mind.place_name(block.place),
             until=(now + timedelta(minutes=left)).strftime("%H:%M"), minutes=left, reaction=reaction or "",
             example=default.model_dump_json(),
         )
-        answer = await ask(agent, msgs, model, default=default, purpose="steps", max_tokens=200)
+        answer = await mind.ask(me, msgs, model, default=default, purpose=Purpose.STEPS, max_tokens=200)
         ok = answer.ok
         steps = (fit_steps(answer.value.steps, left, answer.call_id) if ok
                  else [Action(reaction or block.activity, block.place, left)])
-    agent.steps = steps
-    agent.steps_key = (now.date(), now.hour)
-    m.log_schedule(agent, "steps", block.activity,
-                   [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
-                    for s in steps], ok)
+    me.steps = steps
+    me.steps_key = (now.date(), now.hour)
+    mind.record_schedule(me, "steps", block.activity,
+                         [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
+                          for s in steps], ok)
     return steps
-

@@ -14,12 +14,15 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
-from simulation.cognition.context import ask, situation
+from simulation.cognition.phase import Phase
+from simulation.cognition.context import situation
 from simulation.cognition.schemas import Insights, Questions, insights_model, questions_model
-from simulation.memory.stream import REFLECTION, MemoryNode
+from simulation.core import MemoryKind, Purpose
+from simulation.memory.stream import MemoryNode
 
 if TYPE_CHECKING:
-    from simulation.agent import PersonaAgent
+    from simulation.agents import AgentState
+    from simulation.cognition.mind import Mind
 
 RECENT = 100
 N_QUESTIONS = 3
@@ -28,11 +31,11 @@ RESERVED_TOKENS = 700
 """Of the context window: the system message, instructions and the answer."""
 
 
-def recent_for_questions(agent: PersonaAgent) -> list[MemoryNode]:
-    """The 100 most recent memories, newest kept first when they would not fit the context window."""
-    budget = max(0, agent.model.scenario.llm.context_tokens - RESERVED_TOKENS) * CHARS_PER_TOKEN
+def recent_for_questions(nodes: list[MemoryNode], context_tokens: int) -> list[MemoryNode]:
+    """The 100 most recent of ``nodes``, newest kept first when they would not fit the context window."""
+    budget = max(0, context_tokens - RESERVED_TOKENS) * CHARS_PER_TOKEN
     chosen: list[MemoryNode] = []
-    for node in reversed(agent.memory.recent(RECENT)):
+    for node in reversed(nodes[-RECENT:]):
         budget -= len(node.text) + 4
         if budget < 0:
             break
@@ -40,16 +43,18 @@ def recent_for_questions(agent: PersonaAgent) -> list[MemoryNode]:
     return chosen[::-1]
 
 
-async def _insights(agent: PersonaAgent, question: str, nodes: list[MemoryNode]) -> list[tuple[str, tuple[int, ...]]]:
+async def _insights(me: AgentState, mind: Mind, question: str,
+                    nodes: list[MemoryNode]) -> list[tuple[str, tuple[int, ...]]]:
     if not nodes:
         return []
     model = insights_model(len(nodes))
     msgs = prompts.messages(
-        agent.system_prompt, "insights.j2", **situation(agent), question=question,
+        me.system_prompt, "insights.j2", **situation(me, mind), question=question,
         statements=[n.text for n in nodes],
         example=model(insights=[{"insight": nodes[0].text[:100], "evidence": [1]}]).model_dump_json(),
     )
-    answer = await ask(agent, msgs, model, default=Insights(insights=[]), purpose="insights", max_tokens=240)
+    answer = await mind.ask(me, msgs, model, default=Insights(insights=[]), purpose=Purpose.INSIGHTS,
+                            max_tokens=240)
     if not answer.ok:
         return []
     out = []
@@ -61,33 +66,49 @@ async def _insights(agent: PersonaAgent, question: str, nodes: list[MemoryNode])
     return out
 
 
-async def reflect(agent: PersonaAgent) -> list[MemoryNode]:
+async def reflect(me: AgentState, mind: Mind) -> list[MemoryNode]:
     """Reflect once; the counter restarts whatever the model answers."""
-    m = agent.model
-    agent.memory.since_reflection = 0.0
-    agent.memory.reflected_upto = agent.memory.nodes[-1].id if agent.memory.nodes else 0
-    recent = recent_for_questions(agent)
+    stream = mind.memories(me.id)
+    stream.since_reflection = 0.0
+    stream.reflected_upto = stream.nodes[-1].id if stream.nodes else 0
+    recent = recent_for_questions(stream.nodes, mind.settings.context_tokens)
     if not recent:
         return []
     qmodel = questions_model(N_QUESTIONS)
+    first = me.first_name
     msgs = prompts.messages(
-        agent.system_prompt, "questions.j2", first=agent.first_name, memories=[n.text for n in recent],
-        n=N_QUESTIONS, example=qmodel(questions=[f"What matters most to {agent.first_name} right now?",
-                                                 f"Whom does {agent.first_name} care about?",
-                                                 f"What is {agent.first_name} planning?"]).model_dump_json(),
+        me.system_prompt, "questions.j2", first=first, memories=[n.text for n in recent],
+        n=N_QUESTIONS, example=qmodel(questions=[f"What matters most to {first} right now?",
+                                                 f"Whom does {first} care about?",
+                                                 f"What is {first} planning?"]).model_dump_json(),
     )
-    answer = await ask(agent, msgs, qmodel, default=Questions(questions=[]), purpose="questions", max_tokens=128)
+    answer = await mind.ask(me, msgs, qmodel, default=Questions(questions=[]), purpose=Purpose.QUESTIONS,
+                            max_tokens=128)
     if not answer.ok:
         return []
     questions = [q.strip() for q in answer.value.questions]
-    retrieved = await m.memory.retrieve_many(agent.agent_id, questions, "reflection")
-    found = await asyncio.gather(*(_insights(agent, q, nodes) for q, nodes in zip(questions, retrieved)))
+    retrieved = await mind.retrieve_many(me.id, questions, Purpose.REFLECTION)
+    found = await asyncio.gather(*(_insights(me, mind, q, nodes) for q, nodes in zip(questions, retrieved)))
     made: list[MemoryNode] = []
     for insights in found:
         for text, evidence in insights:
-            depth = 1 + max(m.memory.nodes[i].depth for i in evidence)
-            made.append(agent.remember(REFLECTION, text, evidence=evidence, depth=depth))
+            depth = 1 + max(mind.memory(i).depth for i in evidence)
+            made.append(mind.remember(me.id, MemoryKind.REFLECTION, text, evidence=evidence, depth=depth))
     if made:
-        m.log_event(agent, "reflection", f"{agent.persona.name} reflects: {made[0].text}",
+        mind.record(me, "reflection", f"{me.persona.name} reflects: {made[0].text}",
                     {"memory_ids": [n.id for n in made]})
     return made
+
+
+class Reflect(Phase):
+    """Everyone who thought or talked this tick and whose new memories' importance reached the
+    scenario's ``memory.reflection_threshold``."""
+
+    name = "reflect"
+
+    def due(self, me: AgentState, mind: Mind) -> bool:
+        return (me.id in mind.notes.thinking
+                and mind.memories(me.id).since_reflection >= mind.settings.reflection_threshold)
+
+    async def run(self, me: AgentState, mind: Mind) -> None:
+        await reflect(me, mind)

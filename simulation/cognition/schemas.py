@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
+from simulation.core import PlanItem
+
 
 def _clamp(lo: int, hi: int) -> AfterValidator:
     return AfterValidator(lambda v: max(lo, min(hi, v)))
@@ -64,12 +66,6 @@ class ProbeAnswer(Answer):
 
 class ImportanceAnswer(Answer):
     ratings: list[int]
-
-
-class PlanItem(Answer):
-    hour: int
-    activity: str
-    place: str
 
 
 class DailyPlan(Answer):

@@ -79,10 +79,6 @@ class EvalResult:
         return {k: dict(v) for k, v in out.items()}
 
 
-def planned_calls(session: Session, targets: list[Target], suites: tuple[str, ...]) -> int:
-    return sum(MODULES[s].planned(session, applicable(s, targets)) for s in suites)
-
-
 def _scopes(targets: list[Target]) -> list[tuple[str, str | None, list[int]]]:
     """(scope name, run id, indices): every target together, and each run on its own where that differs."""
     everyone = list(range(len(targets)))

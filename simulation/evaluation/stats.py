@@ -62,7 +62,3 @@ def bootstrap(
     alpha = (1 - level) / 2
     lo, hi = np.quantile(values, [alpha, 1 - alpha])
     return Estimate(point, float(lo), float(hi), n)
-
-
-def mean_or_none(values: list[float]) -> float | None:
-    return float(np.mean(values)) if values else None

@@ -15,6 +15,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from simulation.errors import InputError, Problem
+from simulation.llm import registry
+from simulation.rundb import connect_ro, table_names
 from simulation.scenario import LLMSettings, Persona, load, load_persona
 from simulation.yamlfile import load_yaml
 
@@ -53,16 +55,11 @@ class Target:
         return self.persona.id
 
 
-def _connect_ro(path: Path) -> sqlite3.Connection:
-    """Read-only: evaluating a run must never change it (the evaluations table is written separately)."""
-    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
-
-
 def _run_targets(db_path: Path, shown: str) -> list[Target]:
     """Every agent of a run, with its run memories and behaviour."""
     try:
-        con = _connect_ro(db_path)
-        tables = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
+        con = connect_ro(db_path)  # evaluating a run never changes it (evaluations are written separately)
+        tables = table_names(con)
     except sqlite3.Error as exc:
         raise InputError(Problem(shown, f"cannot read run.db: {exc}")) from None
     try:
@@ -109,7 +106,9 @@ def _run_llm(scenario_yaml: str | None, scenario_path: str | None) -> tuple[LLMS
 
     try:
         data = yaml.safe_load(scenario_yaml or "") or {}
-        llm = LLMSettings.model_validate(data.get("llm") or {})
+        # The run's own scenario, valid when it ran: settings of other backends that older
+        # versions accepted in one flat block are dropped rather than losing the whole default.
+        llm = registry.parse_settings(registry.own_fields(data.get("llm") or {}))
     except Exception:  # an unreadable block only loses the default; the options can still name a model
         return None, None
     return llm, Path(scenario_path).parent if scenario_path else None

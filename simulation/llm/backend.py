@@ -1,4 +1,9 @@
-"""The one interface every LLM backend implements: a batch of requests in, answers out in order."""
+"""The one interface every LLM backend implements: a batch of requests in, answers out in order.
+
+A backend whose requests are network calls may also have ``async agenerate(requests, on_done)``
+with the same meaning: the client awaits it inside the model's event loop, so a batch's requests
+are in flight together (``LLMClient`` looks for it; the replay cache passes it through).
+"""
 
 from __future__ import annotations
 
@@ -23,10 +28,3 @@ class Backend(Protocol):
 
     def close(self) -> None: ...
 
-
-@runtime_checkable
-class AsyncBackend(Backend, Protocol):
-    """A backend whose requests are network calls: the client awaits ``agenerate`` inside the
-    model's event loop, so a batch's requests are in flight together."""
-
-    async def agenerate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]: ...

@@ -1,15 +1,24 @@
-"""Build the backend a run (or an evaluation, or a judge) asks, from settings plus command-line overrides."""
+"""Build the backend a run (or an evaluation, or a judge) asks, from settings plus command-line overrides.
+
+The one factory: every command builds its backends here, from ``registry.BACKENDS``, so tests
+swap in a double by replacing ``build_backend`` alone.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from simulation.errors import InputError, Problem
+from simulation.llm import registry
 from simulation.llm.backend import Backend
-from simulation.scenario import LLMSettings, resolve_path
+from simulation.llm.settings import LLMSettings
+from simulation.paths import resolve_path
+
+__all__ = ["BackendChoice", "build_backend"]
 
 
 @dataclass
@@ -21,28 +30,55 @@ class BackendChoice:
     base_urls: list[str] = field(default_factory=list)
     cache: str | None = None
     cache_path: str | None = None
+    option_prefix: str = "--"
+    """How the options are spelled in messages: ``--`` for the agents' LLM, ``--judge-`` for a judge's."""
+
+    def option(self, setting: str) -> str:
+        """The command-line option that sets ``setting`` (``base_urls`` -> ``--base-url``)."""
+        return self.option_prefix + ("base-url" if setting == "base_urls" else setting.replace("_", "-"))
 
     def apply(self, settings: LLMSettings) -> LLMSettings:
-        update = {k: v for k, v in (("backend", self.backend), ("model", self.model), ("cache", self.cache),
-                                    ("cache_path", self.cache_path)) if v is not None}
+        """``settings`` with these overrides; a bad override is InputError naming its option.
+
+        Another backend keeps only the settings every backend shares: the old backend's own
+        (and its model name) mean nothing to the new one. A model path given here is taken from
+        the working directory."""
+        name = self.backend if self.backend is not None else settings.backend
+        entry = registry.lookup(name, self.option("backend"))
+        data = settings.model_dump()
+        if name != settings.backend:
+            data = {k: v for k, v in data.items() if k in LLMSettings.model_fields}
+            data["model"] = None
+        model = self.model
+        if model is not None and resolve_path(model, Path.cwd()).exists():
+            model = str(resolve_path(model, Path.cwd()))
+        update: dict[str, Any] = {k: v for k, v in (("model", model), ("cache", self.cache),
+                                                    ("cache_path", self.cache_path)) if v is not None}
         if self.base_urls:
             update["base_urls"] = list(self.base_urls)
-        if self.backend is not None and self.backend != settings.backend and self.model is None:
-            update["model"] = None  # another backend's model name means nothing to this one
         try:
-            return LLMSettings.model_validate({**settings.model_dump(), **update})
-        except ValidationError as exc:  # name the command-line option, as a scenario error names the field
-            raise InputError([
-                Problem("--" + str(e["loc"][0]).replace("_", "-").replace("base-urls", "base-url"), e["msg"])
-                for e in exc.errors(include_url=False)
-            ]) from None
+            chosen = entry.settings.model_validate({**data, **update, "backend": name})
+        except ValidationError as exc:
+            raise InputError([self._problem(e, name) for e in exc.errors(include_url=False)]) from None
+        why = chosen.model_problem(Path.cwd()) if self.model is not None else None
+        if why is not None:
+            raise InputError(Problem(self.option("model"), why))
+        return chosen
+
+    def _problem(self, error: Any, backend: str) -> Problem:
+        setting = str(error["loc"][0])
+        if error["type"] == "extra_forbidden":
+            owners = registry.owners_of(setting)
+            return Problem(self.option(setting), f"only the {' or '.join(owners)} backend takes this option, "
+                                                 f"not {backend}: add {self.option('backend')} {owners[0]}")
+        return Problem(self.option(setting), error["msg"])
 
 
 def build_backend(settings: LLMSettings, base_dir: Path) -> Backend:
     """The backend ``settings`` describe, behind the replay cache unless ``cache: off``.
 
     Relative model paths are taken from ``base_dir`` (the scenario's folder)."""
-    backend = _raw_backend(settings, base_dir)
+    backend = registry.lookup(settings.backend, "llm.backend").build(settings, base_dir)
     if settings.cache == "off":
         return backend
     from simulation.llm.cache import CachedBackend, ReplayCache, default_cache_path
@@ -54,34 +90,3 @@ def build_backend(settings: LLMSettings, base_dir: Path) -> Backend:
         backend.close()
         raise
     return CachedBackend(backend, cache, settings.cache)
-
-
-def _raw_backend(settings: LLMSettings, base_dir: Path) -> Backend:
-    if settings.backend == "llamacpp":
-        from simulation.llm.llamacpp import LlamaCppBackend
-
-        model = resolve_path(settings.model, base_dir) if settings.model else None
-        if model is not None and not model.is_file():
-            raise InputError(Problem("llm.model", f"model file not found: {model}"))
-        return LlamaCppBackend(model, settings.context_tokens, settings.threads)
-    if settings.backend == "openai":
-        from simulation.llm.openai import OpenAIBackend, api_key_from_env
-
-        if not settings.base_urls:
-            raise InputError(Problem("llm.base_urls", "the openai backend needs a server: give --base-url URL "
-                                     "(e.g. http://127.0.0.1:8000/v1) or llm.base_urls in the scenario"))
-        return OpenAIBackend(
-            settings.base_urls, settings.model, api_key=api_key_from_env(settings.api_key_env),
-            concurrency=settings.concurrency, timeout_s=settings.timeout_s, max_retries=settings.max_retries,
-            patience_s=settings.patience_s, structured_output=settings.structured_output,
-        )
-    from simulation.llm.vllm import VLLMBackend
-
-    if settings.model is None:
-        raise InputError(Problem("llm.model", "the vllm backend needs a model: a Hugging Face folder or id "
-                                 "(--model or llm.model)"))
-    local = resolve_path(settings.model, base_dir)
-    model = str(local) if local.exists() else settings.model
-    return VLLMBackend(model, context_tokens=settings.context_tokens,
-                       tensor_parallel_size=settings.tensor_parallel_size,
-                       gpu_memory_utilization=settings.gpu_memory_utilization)

@@ -24,11 +24,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from simulation.errors import RunError
+from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import OnDone
 from simulation.llm.types import LLMRequest, RawCompletion
+from simulation.paths import resolve_path
+
+if TYPE_CHECKING:
+    from simulation.llm.settings import LlamaCppSettings
 
 BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CHATML = (
@@ -106,6 +110,14 @@ KV cache into the exact state it needs (``_prime`` checks the cached tokens)."""
 
 class LlamaCppBackend:
     name = "llamacpp"
+
+    @classmethod
+    def from_settings(cls, settings: LlamaCppSettings, base_dir: Path) -> LlamaCppBackend:
+        """The backend an ``llm:`` block describes; a relative model path is taken from ``base_dir``."""
+        model = resolve_path(settings.model, base_dir) if settings.model else None
+        if model is not None and not model.is_file():
+            raise InputError(Problem("llm.model", f"model file not found: {model}"))
+        return cls(model, settings.context_tokens, settings.threads)
 
     def __init__(
         self,

@@ -23,13 +23,17 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from simulation.errors import RunError
+from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import OnDone
 from simulation.llm.types import LLMRequest, RawCompletion
+
+if TYPE_CHECKING:
+    from simulation.llm.settings import OpenAISettings
 
 MODES = ("json_schema", "json_object", "none")
 
@@ -66,6 +70,18 @@ def _refused_response_format(status: int, body: str) -> bool:
 
 class OpenAIBackend:
     name = "openai"
+
+    @classmethod
+    def from_settings(cls, settings: OpenAISettings, base_dir: Path) -> OpenAIBackend:
+        """The backend an ``llm:`` block describes (``base_dir`` is unused: servers have no paths)."""
+        if not settings.base_urls:
+            raise InputError(Problem("llm.base_urls", "the openai backend needs a server: give --base-url URL "
+                                     "(e.g. http://127.0.0.1:8000/v1) or llm.base_urls in the scenario"))
+        return cls(
+            settings.base_urls, settings.model, api_key=api_key_from_env(settings.api_key_env),
+            concurrency=settings.concurrency, timeout_s=settings.timeout_s, max_retries=settings.max_retries,
+            patience_s=settings.patience_s, structured_output=settings.structured_output,
+        )
 
     def __init__(
         self,

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from simulation.errors import RunError
+from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import OnDone
 from simulation.llm.types import LLMRequest, RawCompletion
+from simulation.paths import resolve_path
+
+if TYPE_CHECKING:
+    from simulation.llm.settings import VLLMSettings
 
 
 def _import_vllm() -> Any:
@@ -46,6 +51,17 @@ def _structured(schema: dict[str, Any]) -> dict[str, Any]:
 
 class VLLMBackend:
     name = "vllm"
+
+    @classmethod
+    def from_settings(cls, settings: VLLMSettings, base_dir: Path) -> VLLMBackend:
+        """The backend an ``llm:`` block describes: a model folder relative to ``base_dir``, else a Hub id."""
+        if settings.model is None:
+            raise InputError(Problem("llm.model", "the vllm backend needs a model: a Hugging Face folder or id "
+                                     "(--model or llm.model)"))
+        local = resolve_path(settings.model, base_dir)
+        model = str(local) if local.exists() else settings.model
+        return cls(model, context_tokens=settings.context_tokens, tensor_parallel_size=settings.tensor_parallel_size,
+                   gpu_memory_utilization=settings.gpu_memory_utilization)
 
     def __init__(
         self,

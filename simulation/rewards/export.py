@@ -40,7 +40,7 @@ from pydantic import BaseModel, ValidationError
 
 from simulation.errors import InputError, Problem, RunError
 from simulation.rewards import rubric
-from simulation.rewards.turns import connect_ro
+from simulation.rundb import connect_ro, table_names
 
 FORMATS = ("trl",)
 FILES = ("sft", "kto", "dpo", "grpo")
@@ -179,7 +179,7 @@ def collect(db_path: Path) -> tuple[str, dict[str, str], list[Example], int]:
         if first is None:
             raise InputError(Problem(str(db_path), "run.db holds no run"))
         run_id = first[0]
-        tables = {r[0] for r in con.execute("select name from sqlite_master where type = 'table'")}
+        tables = table_names(con)
         if not {"rewards", "reward_calls"} <= tables:
             raise InputError(Problem(str(db_path), "no rewards in run.db yet: run `agora rewards RUN_DIR` first"))
         personas = {r["agent_id"]: r["persona"] for r in con.execute(

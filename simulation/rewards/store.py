@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import sqlite_utils
 
@@ -82,10 +81,3 @@ def write(db_path: Path, result: RewardResult) -> int:
     finally:
         db.close()
     return len(rows)
-
-
-def has_rewards(con: Any, run_id: str) -> bool:
-    """Whether a (read) connection's run.db holds rewards for ``run_id``."""
-    tables = {r[0] for r in con.execute("select name from sqlite_master where type = 'table'")}
-    return "rewards" in tables and con.execute("select 1 from rewards where run_id = ? limit 1",
-                                               (run_id,)).fetchone() is not None

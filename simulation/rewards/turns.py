@@ -26,6 +26,7 @@ from typing import Any
 
 from simulation.errors import InputError, Problem
 from simulation.rewards import prompts
+from simulation.rundb import connect_ro, table_names  # connect_ro: simulation/cli/rewards.py imports it from here
 
 DIALOGUE_LINES = 6
 """Lines of the conversation so far shown with an utterance (the agents see six too)."""
@@ -64,19 +65,12 @@ class Turn:
         return self.tick, KINDS.index(self.kind), self.source_id
 
 
-def connect_ro(path: Path) -> sqlite3.Connection:
-    """Read-only: reading the turns must never change the run."""
-    con = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
-    con.row_factory = sqlite3.Row
-    return con
-
-
 class _Log:
     """The rows of one run that scenes are made of, loaded once (a run is small enough)."""
 
     def __init__(self, con: sqlite3.Connection, run_id: str):
         self.con, self.run_id = con, run_id
-        self.tables = {r[0] for r in con.execute("select name from sqlite_master where type = 'table'")}
+        self.tables = table_names(con)
         self.names = {r["agent_id"]: r["name"] for r in self.rows(
             "select agent_id, name from agents where run_id = ?")}
         self.places = {r["place_id"]: r["name"] for r in self.rows(
@@ -217,7 +211,7 @@ def _events(log: _Log) -> list[Turn]:
 def read_turns(db_path: Path, limit: int | None = None) -> tuple[str, list[Turn]]:
     """(run id, every turn of the run in the order the ticks produced them; the first ``limit`` if given)."""
     try:
-        con = connect_ro(db_path)
+        con = connect_ro(db_path)  # reading the turns never changes the run
         try:
             row = con.execute("select run_id from runs limit 1").fetchone()
             if row is None:

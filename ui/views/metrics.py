@@ -35,7 +35,7 @@ def llm_section(db: RunDB) -> None:
 
 
 def awareness_section(db: RunDB) -> None:
-    topics = q.topics(db.run.get("scenario_yaml"))
+    topics = q.topics(db)
     if not topics:
         return
     st.subheader("Awareness of the scenario's topics")

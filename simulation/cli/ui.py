@@ -14,11 +14,17 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
-APP = Path(__file__).resolve().parents[1] / "ui" / "app.py"
+from simulation.cli import common
+from simulation.cli.common import user_errors
+from simulation.errors import InputError, Problem, RunError
+
+__all__ = ["APP", "check_inputs", "serve", "streamlit_command", "ui"]
+
+APP = Path(__file__).resolve().parents[2] / "ui" / "app.py"
 
 
 def streamlit_command(app: Path, host: str, port: int) -> list[str]:
@@ -47,10 +53,8 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def check_inputs(named: list[Path], runs_dir: Path, host: str, port: int) -> list[Any]:
+def check_inputs(named: list[Path], runs_dir: Path, host: str, port: int) -> list[Problem]:
     """Everything wrong with the command line, as located problems (empty when all is well)."""
-    from simulation.errors import Problem
-
     problems = []
     for path in named:
         if not path.exists():
@@ -87,38 +91,32 @@ def serve(command: list[str], env: dict[str, str]) -> int:
     return 0 if code in (-signal.SIGTERM, -signal.SIGINT) else code
 
 
-def register(app: typer.Typer) -> None:
-    """Add the viewer's command to ``app``."""
-    from simulation.cli import err, user_errors
-    from simulation.errors import InputError, RunError
-
-    @app.command("ui")
-    @user_errors
-    def ui(
-        run_dirs: Annotated[Optional[list[Path]], typer.Argument(
-            metavar="RUN_DIR", help="run directories to open (default: the newest in --runs-dir)",
-            show_default=False)] = None,
-        runs_dir: Annotated[Path, typer.Option(
-            "--runs-dir", help="folder of runs listed by the viewer")] = Path("runs"),
-        host: Annotated[str, typer.Option(
-            help="address to bind; anyone who can reach it can send whispers")] = "127.0.0.1",
-        port: Annotated[int, typer.Option(min=1, max=65535, help="port to serve on")] = 8501,
-    ) -> None:
-        """Open the live viewer (Streamlit) on a run: the town, its people, conversations and metrics."""
-        named = list(run_dirs or [])
-        problems = check_inputs(named, runs_dir, host, port)
-        if problems:
-            raise InputError(problems)
-        if not APP.is_file():
-            raise RunError(f"the viewer's files are missing ({APP}); reinstall agora")
-        env = {**os.environ, "AGORA_UI_RUNS_DIR": str(runs_dir.resolve()),
-               "AGORA_UI_RUNS": os.pathsep.join(str(p.resolve()) for p in named),
-               "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-        shown = f"[{host}]" if ":" in host else host
-        err.print(f"Agora viewer on http://{shown}:{port} (Ctrl-C stops it)", markup=False, highlight=False)
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            err.print("warning: the viewer is reachable from other machines; anyone who can reach it can read "
-                      "the runs and send whispers", markup=False, highlight=False)
-        code = serve(streamlit_command(APP, host, port), env)
-        if code != 0:
-            raise RunError(f"the viewer (streamlit) exited with status {code}")
+@user_errors
+def ui(
+    run_dirs: Annotated[Optional[list[Path]], typer.Argument(
+        metavar="RUN_DIR", help="run directories to open (default: the newest in --runs-dir)",
+        show_default=False)] = None,
+    runs_dir: Annotated[Path, typer.Option(
+        "--runs-dir", help="folder of runs listed by the viewer")] = Path("runs"),
+    host: Annotated[str, typer.Option(
+        help="address to bind; anyone who can reach it can send whispers")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="port to serve on")] = 8501,
+) -> None:
+    """Open the live viewer (Streamlit) on a run: the town, its people, conversations and metrics."""
+    named = list(run_dirs or [])
+    problems = check_inputs(named, runs_dir, host, port)
+    if problems:
+        raise InputError(problems)
+    if not APP.is_file():
+        raise RunError(f"the viewer's files are missing ({APP}); reinstall agora")
+    env = {**os.environ, "AGORA_UI_RUNS_DIR": str(runs_dir.resolve()),
+           "AGORA_UI_RUNS": os.pathsep.join(str(p.resolve()) for p in named),
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    shown = f"[{host}]" if ":" in host else host
+    common.err.print(f"Agora viewer on http://{shown}:{port} (Ctrl-C stops it)", markup=False, highlight=False)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        common.err.print("warning: the viewer is reachable from other machines; anyone who can reach it can read "
+                         "the runs and send whispers", markup=False, highlight=False)
+    code = serve(streamlit_command(APP, host, port), env)
+    if code != 0:
+        raise RunError(f"the viewer (streamlit) exited with status {code}")

@@ -1,0 +1,129 @@
+"""AgentState: everything about one person in the town, as one object.
+
+Cognition phases read and write it (through ``Mind`` for everything outside the person), the
+Mesa agent (``PersonaAgent``) carries it around the town, and the checkpoint stores it whole:
+every field that changes during a run is a field here, so a new one is saved and restored
+without touching ``checkpoint.py`` (forgetting a field there used to break exact resume
+silently). Who the person is (persona, home, workplace, the system prompt built from them)
+is fixed for the run and rebuilt from the scenario, so it is excluded from the stored JSON;
+``focus`` and ``perceived`` are recomputed every tick before anything reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, time
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulation.core import Action, Focus, HourBlock, Perception, PlanItem, Status
+from simulation.scenario import Persona
+
+
+def is_awake(now: datetime, wake: time, sleep: time) -> bool:
+    t = now.time()
+    if wake <= sleep:
+        return wake <= t < sleep
+    return t >= wake or t < sleep  # bedtime after midnight
+
+
+class AgentState(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    # who: fixed for the run (rebuilt from the scenario, not stored)
+    id: str = Field(exclude=True)
+    persona: Persona = Field(exclude=True)
+    home: str = Field(exclude=True)
+    workplace: str | None = Field(None, exclude=True)
+    system_prompt: str = Field("", exclude=True)
+
+    # where and what
+    place: str
+    status: Status = Status.SLEEPING
+    resume_status: Status = Status.IDLE
+    """What the agent goes back to when its conversation ends (idle or acting)."""
+    action: Action | None = None
+    route: list[str] = Field(default_factory=list)
+    """Places still to pass through while walking, the destination last."""
+    leg_left: float = 0.0
+    """Minutes to the next place on the route."""
+    conversation_id: int | None = None
+
+    # plans
+    plan: list[PlanItem] = Field(default_factory=list)
+    """Today's plan in broad strokes, sorted by hour."""
+    plan_day: date | None = None
+    hours: dict[int, HourBlock] = Field(default_factory=dict)
+    """Today's hour blocks, filled in lazily as plan steps begin."""
+    steps: list[Action] = Field(default_factory=list)
+    """The current hour's 5-30 minute actions still to do."""
+    steps_key: tuple[date, int] | None = None
+    """(day, hour) the queued steps belong to; they lapse when the hour is over."""
+    replan: str | None = None
+    """What the agent just decided to do instead (a reaction); the next steps start with it."""
+
+    # attention
+    last_seen: dict[str, int] = Field(default_factory=dict)
+    """Person id or ``event:<id>`` -> the tick it was last noticed."""
+    last_talk: dict[str, datetime] = Field(default_factory=dict)
+    """Person id -> when the last conversation with them started (the cooldown)."""
+    focus: Focus | None = Field(None, exclude=True)
+    """What it reacts to this tick (set by perception)."""
+    perceived: Perception = Field(default_factory=Perception, exclude=True)
+    """What it noticed this tick."""
+
+    @property
+    def first_name(self) -> str:
+        return self.persona.name.split()[0]
+
+    def awake_at(self, now: datetime) -> bool:
+        return is_awake(now, self.persona.routine.wake, self.persona.routine.sleep)
+
+    @property
+    def free(self) -> bool:
+        """At a place and not already busy talking or going to bed."""
+        return self.status in (Status.IDLE, Status.ACTING, Status.WAKING) and not (self.action and self.action.bedtime)
+
+    def doing(self, partner: str | None = None, destination: str | None = None) -> str:
+        """What the agent is doing, in words; ``partner`` and ``destination`` are the names of the person
+        it talks with and the place it walks to (the state holds only their ids)."""
+        if self.status == Status.SLEEPING:
+            return "asleep"
+        if self.status == Status.TALKING and partner:
+            return f"talking with {partner}"
+        if self.status == Status.WALKING and self.action:
+            return f"walking to {destination}"
+        if self.action:
+            return self.action.text
+        return "looking around"
+
+    def has_steps(self, at: datetime) -> bool:
+        return bool(self.steps) and self.steps_key == (at.date(), at.hour)
+
+    def next_step(self, at: datetime) -> Action | None:
+        """The next queued step if it still belongs to the hour at ``at``; lapsed steps are dropped."""
+        if self.has_steps(at):
+            return self.steps.pop(0)
+        self.steps.clear()
+        return None
+
+    def interrupt(self, reaction: str) -> None:
+        """React: drop the current action and the hour's remaining steps; re-plan from now, starting
+        with ``reaction``."""
+        self.replan = reaction
+        self.steps.clear()
+        self.steps_key = None
+        if self.status == Status.ACTING:
+            self.status = Status.IDLE
+            self.action = None
+
+    def stored(self) -> str:
+        """The state as the checkpoint stores it (JSON, identity and per-tick attention left out)."""
+        return self.model_dump_json()
+
+    @classmethod
+    def restored(cls, text: str, who: AgentState) -> AgentState:
+        """The stored state ``text`` of the person ``who`` (a freshly built state of the same person)."""
+        identity = {"id": who.id, "persona": who.persona, "home": who.home, "workplace": who.workplace,
+                    "system_prompt": who.system_prompt}
+        return cls.model_validate({**json.loads(text), **identity})

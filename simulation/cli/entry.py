@@ -1,0 +1,49 @@
+"""The ``agora`` application: every command registered on one typer app, and the process entry point.
+
+Commands are plain functions in their own modules (``run``, ``validate``, ``evaluate``,
+``personas``, ``rewards``, ``ui``); this module only names and orders them, so no command
+module imports another and none imports this one.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import typer
+
+from simulation.cli import evaluate, personas, rewards, run, ui, validate
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="agora", help="Agora: LLM persona agents living in a town.", no_args_is_help=True,
+    pretty_exceptions_enable=False, add_completion=False,
+)
+app.command("validate")(validate.validate)
+app.command("schema")(validate.schema)
+app.command("run")(run.run)
+app.command("resume")(run.resume)
+app.command("ui")(ui.ui)
+app.command("eval")(evaluate.eval_)
+
+personas_app = typer.Typer(name="personas", help="The persona library and sampled populations.",
+                           no_args_is_help=True)
+personas_app.command("sample")(personas.sample)
+app.add_typer(personas_app, name="personas")
+
+app.command("rewards")(rewards.rewards)
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    """The console script ``agora``."""
+    # A graceful stop on Ctrl-C and on SIGTERM (a scheduler, `docker stop`, `kill`): the tick in
+    # flight is rolled back and the run can be resumed. SIGINT is set explicitly because a process
+    # started in the background by a non-interactive shell inherits it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _stop)
+    app()

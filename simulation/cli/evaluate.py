@@ -1,0 +1,143 @@
+"""`agora eval`: persona fidelity of agents (Big Five self-report, interviews, PersonaGym, consistency)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from simulation.cli import common
+from simulation.cli.common import CacheOpt, user_errors
+from simulation.errors import InputError, Problem
+
+__all__ = ["eval_"]
+
+_AGENTS = "LLM for the agents"
+_JUDGE = "LLM for the judge (default: the agents' LLM)"
+AgentBackendOpt = common.backend_option(_AGENTS)
+AgentModelOpt = common.model_option(_AGENTS)
+AgentBaseUrlOpt = common.base_url_option(_AGENTS)
+JudgeBackendOpt = common.backend_option(_JUDGE, "--judge-backend")
+JudgeModelOpt = common.model_option(_JUDGE, "--judge-model")
+JudgeBaseUrlOpt = common.base_url_option(_JUDGE, "--judge-base-url")
+QuietOpt = common.quiet_option("the output folder")
+
+
+@user_errors
+def eval_(
+    targets: Annotated[list[Path], typer.Argument(
+        metavar="TARGET...", help="persona files, scenarios (every person in them) or run directories",
+        show_default=False)],
+    suite: Annotated[str, typer.Option(
+        help="comma-separated: bigfive, interview, personagym, consistency")] = "bigfive",
+    backend: AgentBackendOpt = None,
+    model: AgentModelOpt = None,
+    base_url: AgentBaseUrlOpt = None,
+    judge_backend: JudgeBackendOpt = None,
+    judge_model: JudgeModelOpt = None,
+    judge_base_url: JudgeBaseUrlOpt = None,
+    out: Annotated[Optional[Path], typer.Option(help="output folder (default: evals/EVAL_ID)")] = None,
+    seed: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="seed of every request and bootstrap")] = 0,
+    items: Annotated[Optional[int], typer.Option(
+        min=1, max=50, help="bigfive: IPIP items per agent (default all 50)")] = None,
+    settings: Annotated[int, typer.Option(min=1, max=20, help="personagym: settings per agent")] = 2,
+    questions: Annotated[int, typer.Option(min=1, max=10, help="personagym: questions per task and setting")] = 1,
+    max_items: Annotated[int, typer.Option(
+        min=1, max=1000, help="consistency: behaviour items judged per agent")] = 12,
+    bootstrap: Annotated[int, typer.Option(min=100, max=100000, help="bootstrap resamples for intervals")] = 1000,
+    temperature: Annotated[float, typer.Option(min=0, max=2, help="agents' sampling temperature")] = 0.7,
+    judge_temperature: Annotated[float, typer.Option(min=0, max=2, help="judge's sampling temperature")] = 0.0,
+    cache: CacheOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Evaluate persona fidelity; writes eval.db, results.json/.csv, report.md and plots into --out."""
+    from simulation.evaluation import engine, report
+    from simulation.evaluation import targets as targets_mod
+    from simulation.evaluation.session import EvalOptions
+    from simulation.llm import factory, registry
+
+    suites = engine.parse_suites(suite)
+    if out is not None and (out / "eval.db").exists():
+        raise InputError(Problem(str(out), "already holds an evaluation (eval.db); choose another --out"))
+    agent_choice = common.backend_choice(backend, model, base_url, cache)
+    judge_choice = common.backend_choice(judge_backend, judge_model, judge_base_url, cache, prefix="--judge-")
+    found = targets_mod.resolve(list(targets))
+    first = next((t for t in found if t.llm is not None), None)
+    base = first.llm if first and first.llm else registry.default_settings()
+    base_dir = first.llm_base if first and first.llm_base else Path.cwd()
+    agent_settings = agent_choice.apply(base)
+    judge_settings = judge_choice.apply(agent_settings)
+    options = EvalOptions(suites=suites, seed=seed, items=items, settings=settings, questions=questions,
+                          max_items=max_items, bootstrap=bootstrap, temperature=temperature,
+                          judge_temperature=judge_temperature)
+    show = common.show_progress(quiet)
+    with common.status("loading model...", show):
+        agent = factory.build_backend(agent_settings, base_dir)
+        try:
+            judge = agent if judge_settings == agent_settings else factory.build_backend(judge_settings, base_dir)
+        except BaseException:
+            agent.close()
+            raise
+    bar = common.CallsBar("evaluating", show)
+    try:
+        with bar.live():
+            result = engine.evaluate(found, agent, judge, options, on_progress=bar.on_llm, on_plan=bar.plan)
+    finally:
+        agent.close()
+        if judge is not agent:
+            judge.close()
+    folder = out or Path("evals") / result.eval_id
+    report.write(result, folder)
+    if not quiet:
+        _show(result, folder)
+    print(folder)
+
+
+def _show(result: Any, out: Path) -> None:
+    from simulation.evaluation.report import Lookup
+
+    console = common.console
+    look = Lookup(result.metrics)
+    table = Table(title=f"Persona fidelity · {result.agent['model']} (judge {result.judge['model']})",
+                  title_justify="left")
+    cols = [("agent", None)]
+    if "bigfive" in result.suites:
+        cols += [("IPIP MAE", ("bigfive", "mae")), ("IPIP agree", ("bigfive", "agreement"))]
+    if "interview" in result.suites:
+        cols += [("interview MAE", ("interview", "mae")), ("interview agree", ("interview", "agreement"))]
+    if "personagym" in result.suites:
+        cols += [("PersonaScore 1-5", ("personagym", "persona_score"))]
+    if "consistency" in result.suites:
+        cols += [("consistency 0-9", ("consistency", "mean"))]
+    for name, _ in cols:
+        table.add_column(name, justify="left" if name == "agent" else "right")
+
+    def cell(v: float | None) -> str:
+        return "–" if v is None else f"{v:.2f}"
+
+    for t in result.targets:
+        table.add_row(escape(t.persona.name), *(cell(look.value(s, m, t.key)) if t.key in result.suites.get(s, [])
+                                                 else "" for _, (s, m) in cols[1:]))
+    table.add_row("[bold]all agents[/]", *(_ci_text(look.get(s, m)) for _, (s, m) in cols[1:]))
+    console.print(table)
+    for suite, why in result.skipped.items():
+        console.print(f"[yellow]{suite} skipped:[/] {escape(why)}")
+    dropped = [(s, look.value(s, "dropped_judgements")) for s in ("interview", "personagym", "consistency")
+               if s in result.suites]
+    if dropped:
+        counts = ", ".join(f"{s} {v:.0f}" for s, v in dropped if v is not None)
+        console.print(f"Unparsable judgements dropped: {counts}")
+    cost = result.cost()
+    console.print(f"{len(result.calls)} LLM calls in {result.wall_s:.0f} s; LLM seconds per agent: "
+                  + ", ".join(f"{s} {c['llm_s_per_agent']:.0f}" for s, c in cost.items()), highlight=False)
+    console.print(f"Report: {escape(str(out / 'report.md'))}", highlight=False)
+
+
+def _ci_text(m: Any) -> str:
+    if m is None or m.value is None:
+        return "–"
+    lo, hi = m.details.get("ci_low"), m.details.get("ci_high")
+    return f"{m.value:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None else "")

@@ -1,0 +1,55 @@
+"""Deciding: what a person who thinks this tick does next.
+
+On waking, the day's plan; on noticing something (``me.focus``), a reaction — carry on, do
+something else now (which drops the hour's remaining steps), or start a conversation; and
+with nothing queued for the hour, the hour's next steps. People who chose to talk open their
+conversations together after everyone has decided (``finish``), in id order, so who gets to
+talk to whom does not depend on which answer came back first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simulation.cognition.phase import Phase
+from simulation.cognition.plan import daily_plan, plan_steps
+from simulation.cognition.react import REACT, TALK, react
+from simulation.core import Status
+
+if TYPE_CHECKING:
+    from simulation.agents import AgentState
+    from simulation.cognition.mind import Mind
+
+
+class Decide(Phase):
+    name = "decide"
+
+    def __init__(self) -> None:
+        self.intents: dict[str, tuple[str, str, int | None]] = {}
+        """Who wants to talk: initiator -> (the other, the opening line, its llm_calls id)."""
+
+    def select(self, mind: Mind) -> list[AgentState]:
+        self.intents = {}
+        return [mind.person(i) for i in mind.notes.deciding]
+
+    async def run(self, me: AgentState, mind: Mind) -> None:
+        if me.status == Status.WAKING:
+            await daily_plan(me, mind)
+            me.status = Status.IDLE
+        focus = me.focus
+        if focus is not None:
+            reaction = await react(me, mind, focus)
+            if reaction.decision == TALK and focus.other is not None:
+                self.intents[me.id] = (focus.other, reaction.detail, reaction.call_id)
+                return  # the hour's steps can wait until after the conversation
+            if reaction.decision == REACT:
+                mind.record(me, "reaction", f"{me.persona.name}: {reaction.detail}",
+                            {"event_id": focus.event.id if focus.event else None, "other": focus.other})
+                me.interrupt(reaction.detail)
+        if me.status == Status.IDLE and not me.has_steps(mind.now):
+            await plan_steps(me, mind)
+
+    def finish(self, mind: Mind) -> None:
+        for initiator in sorted(self.intents):
+            other, greeting, call_id = self.intents[initiator]
+            mind.start_conversation(mind.person(initiator), mind.person(other), greeting, call_id)

@@ -1,0 +1,120 @@
+"""Mind: the narrow context a cognition phase works through, instead of the whole model.
+
+A phase gets one person's ``AgentState`` and a ``Mind``; everything outside the person — asking
+the LLM, the memory stream and retrieval, the time, the places, the people around, the ties
+between them, conversations, and recording what happened — goes through these few members.
+That keeps each faculty testable with a fake (``tests/fake_mind.py`` runs the phases in
+milliseconds with no model, store or LLM) and keeps cognition from depending on how the town
+is stepped (as Concordia's components get their model, memory and clock injected).
+
+``TownMind`` (``simulation/town_mind.py``) is the implementation a run uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from simulation.core import PlanItem
+
+if TYPE_CHECKING:
+    from simulation.agents import AgentState
+    from simulation.conversation import Conversation
+    from simulation.llm.client import Answer
+    from simulation.memory import MemoryNode, MemoryStream
+    from simulation.relationships import Tie
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class CognitionSettings:
+    """The scenario's numbers that cognition reads."""
+
+    tick_minutes: int
+    attention_bandwidth: int
+    conversation_cooldown: timedelta
+    max_conversation_turns: int
+    reflection_threshold: float
+    context_tokens: int
+
+
+@dataclass
+class TickNotes:
+    """What this tick's phases found out that later phases need (reset at the start of every tick)."""
+
+    deciding: list[str] = field(default_factory=list)
+    """People who think this tick: waking, out of steps for the hour, or noticing something."""
+    talking: list[str] = field(default_factory=list)
+    """People in a conversation that went on this tick."""
+    conversations: int = 0
+    """Conversations that went on this tick."""
+
+    @property
+    def thinking(self) -> set[str]:
+        return set(self.deciding) | set(self.talking)
+
+
+class Mind(Protocol):
+    settings: CognitionSettings
+    notes: TickNotes
+
+    # time and places
+    @property
+    def tick(self) -> int: ...
+    @property
+    def now(self) -> datetime: ...
+    @property
+    def place_ids(self) -> tuple[str, ...]: ...
+    @property
+    def hub(self) -> str: ...
+    def place_name(self, place: str) -> str: ...
+    def objects(self, place: str) -> list[str]: ...
+
+    # people
+    def person(self, person_id: str) -> AgentState: ...
+    def people(self) -> Sequence[AgentState]:
+        """Everyone, in id order (the order every phase runs in)."""
+        ...
+    def here(self, person: AgentState) -> list[AgentState]:
+        """Everyone at ``person``'s place (``person`` included), in id order."""
+        ...
+    def doing(self, person: AgentState) -> str: ...
+    def tie(self, person_id: str, other_id: str) -> Tie | None: ...
+    def after_conversation(self, person_id: str, other_id: str, sentiment: float, view: str) -> None: ...
+
+    # the LLM
+    async def ask(self, me: AgentState, messages: list[dict[str, str]], schema: type[T], *, default: T,
+                  purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None) -> Answer[T]: ...
+
+    # memory
+    def memories(self, person_id: str) -> MemoryStream: ...
+    def memory(self, memory_id: int) -> MemoryNode: ...
+    def remember(self, person_id: str, kind: str, text: str, importance: float | None = None,
+                 evidence: tuple[int, ...] = (), depth: int = 0) -> MemoryNode: ...
+    def rate(self, node: MemoryNode, importance: float) -> None: ...
+    async def retrieve(self, person_id: str, query: str, purpose: str,
+                       exclude: Iterable[int] = ()) -> list[MemoryNode]: ...
+    async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]: ...
+
+    # what happens around
+    def place_events(self, place: str) -> list[Any]: ...
+    def conversation(self, conversation_id: int) -> Conversation: ...
+    def open_conversations(self) -> list[Conversation]:
+        """Open conversations, oldest first."""
+        ...
+    def take_ended_conversations(self) -> list[Conversation]: ...
+    def start_conversation(self, a: AgentState, b: AgentState, greeting: str,
+                           call_id: int | None) -> Conversation | None: ...
+    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None) -> None: ...
+    def end_conversation(self, conv: Conversation, reason: str) -> None: ...
+
+    # recording
+    def record(self, who: AgentState | None, kind: str, text: str, data: dict[str, Any] | None = None) -> int | None: ...
+    def record_plan(self, who: AgentState, items: list[PlanItem], ok: bool) -> None: ...
+    def record_schedule(self, who: AgentState, level: str, parent: str, items: list[dict[str, Any]],
+                        ok: bool) -> None: ...

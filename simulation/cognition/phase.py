@@ -1,0 +1,42 @@
+"""Phase: one faculty of the tick (perceive, rate importance, decide, converse, recap, reflect …).
+
+The model runs a list of phases in order each tick (``simulation/cognition/phases.py`` has the
+default list). A phase says which people it is due for (``select``, by default everyone for
+whom ``due`` holds, in id order), runs all of them together (``run``, one coroutine per person:
+their LLM questions and memory retrievals go out as one batch, simulation/batching.py), and may
+then act on what they decided together (``finish``, e.g. open the conversations people chose to
+start). A phase reaches the world only through ``Mind``, and keeps whatever it needs between
+``select`` and ``finish`` on itself; what later phases of the same tick need goes in
+``mind.notes``. See docs/cognition.md, "Writing a phase".
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from simulation.agents import AgentState
+    from simulation.cognition.mind import Mind
+
+
+class Phase(ABC):
+    name: ClassVar[str]
+    """Names the phase in the scenario's ``cognition.phases`` list and in a stuck-phase error."""
+
+    def select(self, mind: Mind) -> list[AgentState]:
+        """The people this phase runs for this tick, in the order their requests are batched."""
+        return [me for me in mind.people() if self.due(me, mind)]
+
+    def due(self, me: AgentState, mind: Mind) -> bool:
+        return True
+
+    @abstractmethod
+    async def run(self, me: AgentState, mind: Mind) -> None:
+        """What one person does in this phase (awaiting the LLM and memory as it goes)."""
+
+    def finish(self, mind: Mind) -> None:
+        """After everyone's ``run``: act on what they decided together."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

@@ -1,0 +1,14 @@
+"""The engine's leaf types: what an agent does, plans, perceives and is, and the names that key
+seeds, the replay cache and reward queries. Nothing here imports any other part of the engine,
+so every layer (cognition, the model, the store, checkpoints, the viewer's queries) may use them.
+"""
+
+from simulation.core.actions import Action, HourBlock, PlanItem
+from simulation.core.moment import Moment
+from simulation.core.perception import Focus, Perception, PlaceEvent
+from simulation.core.vocabulary import MemoryKind, Purpose, Status, probe_purpose
+
+__all__ = [
+    "Action", "Focus", "HourBlock", "MemoryKind", "Moment", "Perception", "PlaceEvent", "PlanItem", "Purpose", "Status",
+    "probe_purpose",
+]

@@ -1,0 +1,68 @@
+"""The engine's fixed vocabularies as ``StrEnum``s: agent status, memory kind, LLM-call purpose.
+
+They are strings on purpose. Each value is written to run.db (``agent_states.status``,
+``memories.kind``, ``llm_calls.purpose``), mixed into per-request seeds and replay-cache keys,
+and matched by reward and viewer queries, so a value must never change: renaming one would
+orphan every cached answer and every recorded run. A ``StrEnum`` member compares and hashes
+equal to its string and serialises as it, so rows, seeds and cache keys stay byte-identical.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """What an agent is doing at the tick level (``agent_states.status``)."""
+
+    SLEEPING = "sleeping"
+    WAKING = "waking"
+    """Up, and plans its day this tick."""
+    IDLE = "idle"
+    """At a place with nothing under way: takes the hour's next step, or thinks."""
+    WALKING = "walking"
+    ACTING = "acting"
+    TALKING = "talking"
+
+
+class MemoryKind(StrEnum):
+    """Where a memory came from (``memories.kind``)."""
+
+    SEED = "seed"
+    """From the persona file, before the run."""
+    OBSERVATION = "observation"
+    THOUGHT = "thought"
+    """Whispered: a scheduled whisper or one typed into the viewer."""
+    UTTERANCE = "utterance"
+    CONVERSATION = "conversation"
+    """A conversation's recap."""
+    PLAN = "plan"
+    REFLECTION = "reflection"
+    SUMMARY = "summary"
+    """Yesterday in one line, written with the next day's plan."""
+
+
+class Purpose(StrEnum):
+    """Why the engine asks the LLM or retrieves memories (``llm_calls.purpose``, ``retrievals.purpose``).
+
+    Evaluation and reward purposes are built per item (``ipip12``, ``pg_q_…``) and stay plain strings."""
+
+    IMPORTANCE = "importance"
+    PLAN = "plan"
+    HOURS = "hours"
+    STEPS = "steps"
+    REACT = "react"
+    UTTERANCE = "utterance"
+    RECAP = "recap"
+    QUESTIONS = "questions"
+    INSIGHTS = "insights"
+    REFLECTION = "reflection"
+    """Retrieval for a reflection question (the LLM calls are ``questions`` and ``insights``)."""
+    PROBE = "probe"
+    """Retrieval for a probe; its LLM call is ``probe_purpose(index)``."""
+
+
+def probe_purpose(index: int) -> str:
+    """The purpose of the LLM call answering the scenario's probe ``index`` (``probe0``, ``probe1`` …):
+    each probe question has its own seed stream and cache entries."""
+    return f"{Purpose.PROBE}{index}"

@@ -1,0 +1,102 @@
+"""What a scenario's ``llm:`` block may say: settings every backend shares, and each backend's own.
+
+The block stays flat in YAML (``llm: {backend: openai, base_urls: [...], temperature: 0.5}``);
+``backend`` picks the model that validates it (see ``simulation.llm.registry``), so a setting
+that belongs to another backend is an error that names it instead of a value silently unused.
+These models import nothing heavy: validating a scenario must not load httpx or llama.cpp.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from simulation.paths import resolve_path
+from simulation.strict import StrictModel
+from simulation.yamlfile import missing_file
+
+__all__ = ["LLMSettings", "LlamaCppSettings", "OpenAISettings", "VLLMSettings"]
+
+
+def _backend_required(schema: dict[str, Any]) -> None:
+    # An editor checks ``llm:`` against the backends' schemas (oneOf): a block without
+    # 'backend' must match only the default backend's, so the others require it there.
+    # Python objects still default it, so OpenAISettings() needs no backend="openai".
+    schema.setdefault("required", []).append("backend")
+
+
+class LLMSettings(StrictModel):
+    """Settings every backend takes: which backend, which model, how it samples, and the replay cache.
+
+    A base only: a scenario's block is validated as one backend's subclass (``registry.parse_settings``)."""
+
+    backend: str
+    model: str | None = Field(None, description="the model (its meaning depends on the backend)")
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(256, ge=8, le=4096, description="cap on the tokens of any one answer")
+    context_tokens: int = Field(2048, ge=256, le=131072)
+    cache: Literal["use", "refresh", "off"] = Field(
+        "use", description="replay cache: use (read and write), refresh (write only), off"
+    )
+    cache_path: str | None = Field(None, description="replay-cache SQLite file (default ~/.cache/agora/llm.sqlite)")
+
+    def model_problem(self, base_dir: Path) -> str | None:
+        """What is wrong with ``model`` before anything is loaded (relative paths from ``base_dir``), or None.
+
+        Only a backend whose model is a local file can know; the others learn it when they start."""
+        return None
+
+
+class LlamaCppSettings(LLMSettings):
+    """llama.cpp in this process: a GGUF file on the CPU (the default backend)."""
+
+    backend: Literal["llamacpp"] = Field("llamacpp", description="llamacpp: a GGUF file in this process (CPU)")
+    model: str | None = Field(
+        None, description="path to a GGUF file, relative to the scenario file (default: bundled SmolLM2-135M-Instruct)"
+    )
+    threads: int | None = Field(None, ge=1, le=512, description="CPU threads (default: all cores)")
+
+    def model_problem(self, base_dir: Path) -> str | None:
+        if self.model is None:
+            return None
+        path = resolve_path(self.model, base_dir)
+        why = missing_file(path)
+        return None if why is None else f"model file {why}: {path}"
+
+
+class VLLMSettings(LLMSettings):
+    """vLLM's in-process engine, on a GPU."""
+
+    model_config = ConfigDict(json_schema_extra=_backend_required)
+
+    backend: Literal["vllm"] = Field("vllm", description="vllm: the in-process vLLM engine (GPU)")
+    model: str | None = Field(None, description="a Hugging Face model folder or id (required)")
+    tensor_parallel_size: int = Field(1, ge=1, le=64, description="GPUs per model")
+    gpu_memory_utilization: float = Field(0.85, gt=0, le=1, description="share of GPU memory to reserve")
+
+
+class OpenAISettings(LLMSettings):
+    """One or more OpenAI-compatible servers: vLLM serve, llama.cpp server, Ollama, OpenAI."""
+
+    model_config = ConfigDict(json_schema_extra=_backend_required)
+
+    backend: Literal["openai"] = Field("openai", description="openai: one or more OpenAI-compatible servers")
+    model: str | None = Field(None, description="the served model name (default: the server's first model)")
+    base_urls: list[Annotated[str, Field(pattern=r"^https?://", max_length=500)]] = Field(
+        default_factory=list, max_length=64,
+        description="server URLs such as http://127.0.0.1:8000/v1; requests go to the least busy one",
+    )
+    api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = Field(
+        "OPENAI_API_KEY", description="environment variable holding the API key (unset: no key sent)"
+    )
+    structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        "auto", description="how the JSON schema is sent; auto tries json_schema, then json_object+schema"
+    )
+    concurrency: int = Field(16, ge=1, le=4096, description="requests in flight per server")
+    timeout_s: float = Field(120, gt=0, le=3600, description="seconds before one request is abandoned")
+    max_retries: int = Field(4, ge=0, le=50, description="retries on timeouts, 429 and 5xx")
+    patience_s: float = Field(
+        300, gt=0, le=86400, description="how long a server may stay unreachable before the run stops"
+    )

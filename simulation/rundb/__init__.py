@@ -1,0 +1,15 @@
+"""Reading a recorded run: run.db opened read-only, and the numbers every reader reports.
+
+The CLI summary, the viewer (``ui/``), `agora eval` and `agora rewards` all read a run.db that
+the engine wrote (or is still writing). This package is the one place that opens it for
+reading (``connect``) and the one place each shared number is defined (``metrics``), so the
+summary printed after a run and the page showing it cannot disagree.
+
+It imports only the standard library and nothing of the engine: the viewer may import it
+without loading the simulation (and its model, embedding and vector-index libraries), and
+``import simulation.rundb`` stays cheap wherever a run is merely read.
+"""
+
+from simulation.rundb.connect import RunDB, RunUnreadable, connect_ro, db_path, table_names
+
+__all__ = ["RunDB", "RunUnreadable", "connect_ro", "db_path", "table_names"]

@@ -1,0 +1,290 @@
+"""The numbers every reader of a run reports, each defined once, from run.db alone.
+
+The CLI summary (``simulation.report``), the viewer (``ui.queries``) and the benches compute
+the same outcomes of a run: who became aware of each of the scenario's topics and when, how
+dense the who-knows-whom graph is at each tick, and what the LLM cost. They used to write
+these twice, and the two relationship densities did not agree; here each has one definition
+that all of them call.
+
+Every function takes ``con``, anything with sqlite3's ``execute(sql, params)`` (a read-only
+``sqlite3.Connection`` from ``connect_ro``, or the writer's ``sqlite_utils.Database``), and reads
+rows by position, so it works whatever the row factory. Standard library only (see the
+package's docstring).
+
+Who-knows-whom density
+----------------------
+Two people *know* each other at tick *t* when either has a relationship with the other by
+then: a ``relationships`` row for the pair, in either direction, with ``tick <= t`` (tick 0
+holds the relationships the personas start with; conversation recaps add the rest). The
+graph is undirected and the density is the share of possible pairs that know each other::
+
+    density(t) = pairs known at t / (n * (n - 1) / 2)        (0 for fewer than two people)
+
+Why undirected: knowing someone is mutual in this model (a conversation updates both sides
+at the same tick), while the directed count made a pair that a persona file seeds from one
+side only count half, and depended on whether the other side's recap had been written yet.
+It is also what the engine tracks while it runs (``SocialGraph.density``), so the summary,
+the viewer and the live model agree. A run recorded before the ``relationships`` table
+existed falls back to the pairs that have had a conversation (from the tick it started),
+with the same formula.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from simulation.rundb.connect import column_names, table_names
+
+GraphSource = Literal["relationships", "conversations"]
+
+
+# ---------------------------------------------------------------------- the cast and the counts
+
+def people(con: Any, run_id: str) -> dict[str, str]:
+    """agent id -> name, in id order."""
+    return {r[0]: r[1] for r in con.execute(
+        "select agent_id, name from agents where run_id = ? order by agent_id", [run_id])}
+
+
+def count(con: Any, run_id: str, table: str) -> int:
+    """Rows of ``table`` for the run; 0 when the run has no such table (an older layout)."""
+    if table not in table_names(con):
+        return 0
+    return int(con.execute(f"select count(*) from [{table}] where run_id = ?", [run_id]).fetchone()[0])
+
+
+# ---------------------------------------------------------------------- the LLM
+
+@dataclass(frozen=True)
+class LLMTotals:
+    """Every LLM call of the run (probes included)."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    generated_tokens: int
+    """Completion tokens the backend generated: cache hits excluded (what tokens/s is about)."""
+    cache_hits: int
+    """Calls the replay cache answered (no backend work)."""
+    parse_failures: int
+    fallbacks: int
+    """Answers replaced by the safe default."""
+    latency_s: float
+    """Summed call latency."""
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def mean_latency_s(self) -> float | None:
+        return self.latency_s / self.calls if self.calls else None
+
+
+def llm_totals(con: Any, run_id: str) -> LLMTotals:
+    # Runs before schema 2 have no cache_hit column: nothing was answered from a cache then.
+    cached = "cache_hit" if "cache_hit" in column_names(con, "llm_calls") else "0"
+    row = con.execute(
+        "select count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), "
+        f"coalesce(sum(case when {cached} then 0 else completion_tokens end), 0), coalesce(sum({cached}), 0), "
+        "coalesce(sum(1 - parse_ok), 0), coalesce(sum(fallback), 0), coalesce(sum(latency_s), 0.0) "
+        "from llm_calls where run_id = ?", [run_id]).fetchone()
+    return LLMTotals(int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]), int(row[5]), int(row[6]),
+                     float(row[7]))
+
+
+@dataclass(frozen=True)
+class AgentLLM:
+    calls: int
+    tokens: int
+    """Prompt plus completion tokens."""
+
+
+def llm_by_agent(con: Any, run_id: str) -> dict[str, AgentLLM]:
+    """agent id -> its calls and tokens (agents without a call are absent)."""
+    return {r[0]: AgentLLM(int(r[1]), int(r[2])) for r in con.execute(
+        "select agent_id, count(*), coalesce(sum(prompt_tokens + completion_tokens), 0) from llm_calls "
+        "where run_id = ? group by agent_id", [run_id])}
+
+
+# ---------------------------------------------------------------------- topics and awareness
+
+def topics(con: Any, run_id: str) -> dict[str, list[str]]:
+    """topic id -> keywords, as the run was started (the scenario's ``topics:``).
+
+    Read from ``resume_state.scenario``, the validated scenario as JSON (run.db schema 3 and
+    later), so no YAML parser is needed; runs recorded before it have only the scenario file
+    as text (``runs.scenario_yaml``), parsed with PyYAML, imported only then.
+    """
+    found = _topics_from_json(con, run_id)
+    if found is not None:
+        return found
+    row = con.execute("select scenario_yaml from runs where run_id = ?", [run_id]).fetchone()
+    return topics_from_yaml(row[0] if row else None)
+
+
+def _topics_from_json(con: Any, run_id: str) -> dict[str, list[str]] | None:
+    if "resume_state" not in table_names(con):
+        return None
+    try:  # json_extract spares parsing every resolved persona the blob also holds
+        row = con.execute("select json_extract(scenario, '$.scenario.topics') from resume_state where run_id = ?",
+                          [run_id]).fetchone()
+        text = None if row is None else row[0]
+    except sqlite3.OperationalError:  # an SQLite built without JSON functions, or not JSON
+        row = con.execute("select scenario from resume_state where run_id = ?", [run_id]).fetchone()
+        try:
+            text = json.dumps(((json.loads(row[0]) or {}).get("scenario") or {}).get("topics")) if row else None
+        except (TypeError, ValueError, AttributeError):
+            return None
+    if text is None:
+        return None
+    try:
+        return _topics_from(json.loads(text))
+    except (TypeError, ValueError):
+        return None
+
+
+def topics_from_yaml(scenario_yaml: str | None) -> dict[str, list[str]]:
+    """topic id -> keywords from a scenario file's text ({} when it has none or cannot be read)."""
+    if not scenario_yaml:
+        return {}
+    try:
+        import yaml  # PyYAML, an agora dependency; only runs recorded before schema 3 need it
+    except ImportError:
+        return {}
+    try:
+        data = yaml.safe_load(scenario_yaml) or {}
+        return _topics_from(data.get("topics"))
+    except (yaml.YAMLError, AttributeError):
+        return {}
+
+
+def _topics_from(items: Any) -> dict[str, list[str]]:
+    if not isinstance(items, list):
+        return {}
+    out: dict[str, list[str]] = {}
+    for t in items:
+        if isinstance(t, dict) and "id" in t and isinstance(t.get("keywords"), list):
+            out[str(t["id"])] = [str(k) for k in t["keywords"]]
+    return out
+
+
+@dataclass(frozen=True)
+class Aware:
+    """One person's first run-time memory mentioning a topic."""
+
+    agent_id: str
+    name: str
+    tick: int
+    sim_time: str
+
+
+def awareness(con: Any, run_id: str, topic_keywords: dict[str, list[str]] | None = None) -> dict[str, list[Aware]]:
+    """topic id -> who became aware of it, earliest first (then by agent id).
+
+    A person is aware of a topic from their first memory formed during the run (not a
+    ``seed`` memory) that contains one of its keywords, case-insensitively (SQL ``like``).
+    Every topic of the scenario is a key, with an empty list while nobody knows.
+    """
+    who = people(con, run_id)
+    out: dict[str, list[Aware]] = {}
+    for topic, keywords in (topics(con, run_id) if topic_keywords is None else topic_keywords).items():
+        out[topic] = []
+        if not keywords:
+            continue
+        clause = " or ".join("lower(text) like ?" for _ in keywords)
+        for agent_id, tick, sim_time in con.execute(
+                f"select agent_id, min(tick), min(sim_time) from memories where run_id = ? and kind != 'seed' "
+                f"and ({clause}) group by agent_id order by min(tick), min(sim_time), agent_id",
+                [run_id, *[f"%{k.lower()}%" for k in keywords]]):
+            if agent_id in who:
+                out[topic].append(Aware(agent_id, who[agent_id], int(tick), sim_time))
+    return out
+
+
+# ---------------------------------------------------------------------- who knows whom
+
+def pair_density(n_people: int, pairs: int) -> float:
+    """Share of the n(n-1)/2 possible pairs that are linked (0 for fewer than two people)."""
+    possible = n_people * (n_people - 1) / 2
+    return pairs / possible if possible else 0.0
+
+
+def knows_pairs(edges: Iterable[tuple[str, str]], people_ids: Iterable[str]) -> set[frozenset[str]]:
+    """Undirected pairs of distinct people from directed edges (a -> b and b -> a are one pair);
+    edges naming someone outside ``people_ids`` are dropped."""
+    known = set(people_ids)
+    return {frozenset((a, b)) for a, b in edges if a != b and a in known and b in known}
+
+
+def graph_source(con: Any) -> GraphSource:
+    """``relationships`` when the run records them, else ``conversations`` (who has talked)."""
+    return "relationships" if "relationships" in table_names(con) else "conversations"
+
+
+def conversation_pairs(con: Any, run_id: str, until_tick: int | None = None) -> list[tuple[str, str, int]]:
+    """(initiator, partner, started tick) of every two-person conversation, in start order."""
+    sql = "select participants, started_tick from conversations where run_id = ?"
+    params: list[Any] = [run_id]
+    if until_tick is not None:
+        sql += " and started_tick <= ?"
+        params.append(until_tick)
+    out = []
+    for participants, started in con.execute(sql + " order by started_tick, id", params):
+        try:
+            pair = json.loads(participants or "[]")
+        except (TypeError, ValueError):
+            continue
+        if isinstance(pair, list) and len(pair) == 2:
+            out.append((str(pair[0]), str(pair[1]), int(started)))
+    return out
+
+
+def _edges_born(con: Any, run_id: str, source: GraphSource) -> list[tuple[str, str, int]]:
+    """(a, b, the first tick the directed edge a -> b exists)."""
+    if source == "relationships":
+        return [(r[0], r[1], int(r[2])) for r in con.execute(
+            "select agent_id, other_id, min(tick) from relationships where run_id = ? group by agent_id, other_id",
+            [run_id])]
+    return conversation_pairs(con, run_id)
+
+
+@dataclass(frozen=True)
+class Knows:
+    """The who-knows-whom graph at one tick."""
+
+    tick: int
+    sim_time: str
+    people: int
+    pairs: int
+    """Pairs of people who know each other."""
+
+    @property
+    def density(self) -> float:
+        return pair_density(self.people, self.pairs)
+
+
+def knows_by_tick(con: Any, run_id: str, source: GraphSource | None = None) -> list[Knows]:
+    """The who-knows-whom graph at every recorded tick, in tick order (see the module's
+    docstring for the definition); ``source`` defaults to ``graph_source(con)``."""
+    ids = list(people(con, run_id))
+    born: dict[frozenset[str], int] = {}
+    for a, b, tick in _edges_born(con, run_id, source or graph_source(con)):
+        for pair in knows_pairs([(a, b)], ids):
+            born[pair] = min(tick, born.get(pair, tick))
+    firsts = sorted(born.values())
+    out, known = [], 0
+    for tick, sim_time in con.execute("select tick, sim_time from ticks where run_id = ? order by tick", [run_id]):
+        while known < len(firsts) and firsts[known] <= tick:
+            known += 1
+        out.append(Knows(int(tick), sim_time, len(ids), known))
+    return out
+
+
+def density_by_tick(con: Any, run_id: str) -> list[tuple[int, str, float]]:
+    """(tick, sim_time, who-knows-whom density) for every recorded tick."""
+    return [(k.tick, k.sim_time, k.density) for k in knows_by_tick(con, run_id)]

@@ -1,0 +1,33 @@
+"""Scenario and persona files: pydantic models and a loader whose errors name file, line and field.
+
+A scenario describes one run: the clock, the town (places, objects, walking paths), the
+people (persona files by reference, or inline, and a sampled population), scheduled
+whispers and place events, probe questions asked at the end, topics whose spread is
+measured, and LLM settings. ``scenarios/valentines.yaml`` documents every field with comments.
+
+The schema is split by section (``persona``, ``town``, ``timeline``, ``measures``,
+``people``, ``settings``, ``schema`` for the whole file); loading is ``loading`` (with
+``validation``, ``references`` and ``sampled``). This face re-exports what other modules use.
+"""
+
+from simulation.errors import Problem
+from simulation.llm.settings import LlamaCppSettings, LLMSettings, OpenAISettings, VLLMSettings
+from simulation.paths import resolve_path
+from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel, Unit
+from simulation.scenario.loading import load, load_persona
+from simulation.scenario.measures import Probe, Topic
+from simulation.scenario.people import PersonaEntry, PopulationEntry
+from simulation.scenario.persona import BigFive, Persona, Routine
+from simulation.scenario.resolved import LoadedScenario, ResolvedPersona
+from simulation.scenario.schema import Scenario, json_schema
+from simulation.scenario.settings import CognitionSettings, MemorySettings, RetrievalWeights
+from simulation.scenario.timeline import Clock, ScheduledEvent
+from simulation.scenario.town import PathSpec, Place, Town
+
+__all__ = [
+    "BigFive", "Clock", "CognitionSettings", "Identifier", "LLMSettings", "LlamaCppSettings", "LoadedScenario",
+    "LongText", "MemorySettings", "OpenAISettings", "PathSpec", "Persona", "PersonaEntry", "Place",
+    "PopulationEntry", "Probe", "Problem", "ResolvedPersona", "RetrievalWeights", "Routine", "Scenario",
+    "ScheduledEvent", "ShortText", "StrictModel", "Topic", "Town", "Unit", "VLLMSettings", "json_schema", "load",
+    "load_persona", "resolve_path",
+]

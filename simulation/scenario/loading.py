@@ -1,0 +1,67 @@
+"""Loading a scenario or persona file: YAML in, a validated and resolved model out, or every problem located.
+
+Errors name file, line and field (``file:LINE:COL: field: message``), and a scenario's
+problems are collected and reported together rather than one per attempt.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simulation.errors import InputError, Problem
+from simulation.scenario.persona import Persona
+from simulation.scenario.references import check_references
+from simulation.scenario.resolved import LoadedScenario, ResolvedPersona
+from simulation.scenario.schema import Scenario, explain
+from simulation.scenario.validation import validate_document
+from simulation.yamlfile import load_yaml, missing_file
+
+__all__ = ["load", "load_persona"]
+
+
+def load_persona(path: Path | str) -> Persona:
+    """Load and validate one persona file."""
+    return validate_document(load_yaml(path, "persona file"), Persona, "persona")
+
+
+def load(path: Path | str) -> LoadedScenario:
+    """Load, validate and resolve a scenario file. Raises InputError naming file, line and field."""
+    doc = load_yaml(path, "scenario file")
+    sc = validate_document(doc, Scenario, "scenario", explain=explain)
+    people: list[ResolvedPersona] = []
+    problems: list[Problem] = []
+    for i, entry in enumerate(sc.personas):
+        if entry.persona is not None:
+            persona, source = entry.persona, f"{doc.path} (inline)"
+        else:
+            persona_path = Path(doc.path).parent / entry.file  # type: ignore[operator]
+            why = missing_file(persona_path)
+            if why is not None:
+                problems.append(doc.problem(("personas", i, "file"), f"persona file {why}: {persona_path}"))
+                continue
+            try:
+                persona = load_persona(persona_path)
+            except InputError as exc:
+                problems.extend(exc.problems)
+                continue
+            source = str(persona_path)
+        people.append(
+            ResolvedPersona(persona=persona, home=entry.home, start_place=entry.start_place or entry.home,
+                            workplace=entry.workplace, source=source)
+        )
+    if problems:
+        raise InputError(problems)
+    sampled: list[ResolvedPersona] = []
+    if sc.population is not None:
+        # Imported here, not above: the population package builds on this package's persona
+        # schema, so importing it while this package initialises would be circular.
+        from simulation.scenario.sampled import resolve_population
+
+        try:
+            sampled = resolve_population(doc, sc, {p.persona.id for p in people})
+        except InputError as exc:
+            problems.extend(exc.problems)
+    problems += check_references(doc, sc, people, sampled)
+    if problems:
+        raise InputError(problems)
+    return LoadedScenario(path=str(doc.path), scenario=sc, people=people + sampled, source_text=doc.text)

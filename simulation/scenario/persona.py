@@ -1,0 +1,73 @@
+"""A persona file: one person, their Big Five targets and their usual day.
+
+Persona files hold exactly a ``Persona`` mapping; scenarios reference them or inline one.
+"""
+
+from __future__ import annotations
+
+from datetime import time
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel, Unit, clock_time
+
+__all__ = ["BigFive", "Persona", "Routine"]
+
+
+class BigFive(StrictModel):
+    """Target Big Five trait levels on a 0-1 scale (0.5 = population average)."""
+
+    openness: Unit
+    conscientiousness: Unit
+    extraversion: Unit
+    agreeableness: Unit
+    neuroticism: Unit
+
+
+class Routine(StrictModel):
+    """When a person is awake, and what a usual day looks like."""
+
+    wake: time = Field(description="usual wake-up time, 'HH:MM'")
+    sleep: time = Field(description="usual bedtime, 'HH:MM'")
+    description: LongText = ""
+
+    _check_times = field_validator("wake", "sleep", mode="before")(clock_time)
+
+
+class Persona(StrictModel):
+    """One person. Persona files hold exactly this mapping."""
+
+    id: Identifier
+    name: ShortText
+    age: int = Field(ge=0, le=120)
+    occupation: ShortText
+    household: LongText = ""
+    traits: list[ShortText] = Field(default_factory=list, max_length=12)
+    big_five: BigFive
+    # The SPeCtrum split (Lee et al., 2025): who a person is to others, to themself, and in
+    # their present circumstances. Optional, so older persona files stay valid.
+    social_identity: LongText = Field(
+        "", description="roles, groups and standing in town: job, family role, communities they belong to"
+    )
+    personal_identity: LongText = Field(
+        "", description="character, values, tastes and habits: who they are to themself"
+    )
+    life_context: LongText = Field(
+        "", description="their circumstances now: household, money, health, what is on their mind this month"
+    )
+    backstory: LongText = ""
+    speaking_style: LongText = ""
+    routine: Routine
+    relationships: dict[Identifier, LongText] = Field(
+        default_factory=dict, description="how this person sees others, by persona id"
+    )
+    memories: list[LongText] = Field(
+        default_factory=list, max_length=200, description="seed memories at the start of a run"
+    )
+
+    @field_validator("relationships")
+    @classmethod
+    def _not_own_relation(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if info.data.get("id") in value:
+            raise ValueError(f"{info.data['id']!r} is this person's own id; relationships are with others")
+        return value

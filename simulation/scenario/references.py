@@ -1,0 +1,99 @@
+"""What a schema cannot check: that every id a scenario names exists, and that its files are there.
+
+Places, paths, people, events, probes and topics refer to each other by id; each dangling or
+duplicate id is a problem at the line that names it, all of them reported together.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import networkx as nx
+
+from simulation.errors import Problem
+from simulation.paths import resolve_path
+from simulation.scenario.resolved import ResolvedPersona
+from simulation.scenario.schema import Scenario
+from simulation.yamlfile import YamlDocument, missing_file
+
+__all__ = ["check_references"]
+
+
+def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPersona],
+                     sampled: list[ResolvedPersona] | None = None) -> list[Problem]:
+    """Every broken reference of ``sc`` (whose named people are ``people``; ``sampled`` were placed by the sampler)."""
+    problems: list[Problem] = []
+    place_ids: dict[str, int] = {}
+    for i, place in enumerate(sc.town.places):
+        if place.id in place_ids:
+            problems.append(doc.problem(("town", "places", i, "id"), f"duplicate place id {place.id!r}"))
+        place_ids[place.id] = i
+    for i, path in enumerate(sc.town.paths):
+        a, b = path.between
+        for j, end in enumerate((a, b)):
+            if end not in place_ids:
+                problems.append(doc.problem(("town", "paths", i, "between", j), f"unknown place {end!r}"))
+        if a == b:
+            problems.append(doc.problem(("town", "paths", i, "between"), f"a path from {a!r} to itself"))
+    if not problems and len(place_ids) > 1:
+        graph = nx.Graph()
+        graph.add_nodes_from(place_ids)
+        graph.add_edges_from(p.between for p in sc.town.paths)
+        parts = sorted(nx.connected_components(graph), key=len, reverse=True)
+        for part in parts[1:]:
+            cut_off = sorted(part)[0]
+            problems.append(
+                doc.problem(
+                    ("town", "places", place_ids[cut_off], "id"),
+                    f"place {cut_off!r} cannot be reached from {sorted(parts[0])[0]!r}; add a path",
+                )
+            )
+    agent_ids: dict[str, int] = {}
+    for i, person in enumerate(people):
+        pid = person.persona.id
+        if pid in agent_ids:
+            problems.append(doc.problem(("personas", i), f"duplicate persona id {pid!r} (also personas[{agent_ids[pid]}])"))
+        agent_ids.setdefault(pid, i)
+        for key in ("home", "start_place", "workplace"):
+            place = getattr(sc.personas[i], key)
+            if place is not None and place not in place_ids:
+                problems.append(doc.problem(("personas", i, key), f"unknown place {place!r}"))
+    for person in sampled or []:  # the sampler placed them in known places and kept their ids unique
+        agent_ids.setdefault(person.persona.id, -1)
+    end = sc.clock.start + timedelta(hours=sc.clock.duration_hours)
+    for i, ev in enumerate(sc.events):
+        if ev.to is not None and ev.to not in agent_ids:
+            problems.append(doc.problem(("events", i, "to"), f"unknown persona {ev.to!r}"))
+        if ev.place is not None and ev.place not in place_ids:
+            problems.append(doc.problem(("events", i, "place"), f"unknown place {ev.place!r}"))
+        if not sc.clock.start <= ev.at < end or sc.clock.tick_at(ev.at) >= sc.clock.total_ticks:
+            problems.append(
+                doc.problem(("events", i, "at"), f"{ev.at:%Y-%m-%d %H:%M} is outside the run "
+                            f"({sc.clock.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M})")
+            )
+    for i, probe in enumerate(sc.probes):
+        if probe.agents != "all":
+            for j, aid in enumerate(probe.agents):
+                if aid not in agent_ids:
+                    problems.append(doc.problem(("probes", i, "agents", j), f"unknown persona {aid!r}"))
+    topic_ids: set[str] = set()
+    for i, topic in enumerate(sc.topics):
+        if topic.id in topic_ids:
+            problems.append(doc.problem(("topics", i, "id"), f"duplicate topic id {topic.id!r}"))
+        topic_ids.add(topic.id)
+    why = sc.llm.model_problem(Path(doc.path).parent)
+    if why is not None:
+        problems.append(doc.problem(("llm", "model"), why))
+    if sc.memory.embedding_model is not None:
+        folder = resolve_path(sc.memory.embedding_model, Path(doc.path).parent)
+        if missing_file(folder / "modules.json") is not None:
+            problems.append(doc.problem(("memory", "embedding_model"),
+                                        f"no sentence-transformers model folder (with modules.json) at {folder}"))
+    for i, entry in enumerate(sc.personas):  # an inline persona belongs to this scenario: its ties must too
+        if entry.persona is not None:
+            for other in entry.persona.relationships:
+                if other not in agent_ids:
+                    problems.append(doc.problem(("personas", i, "persona", "relationships", other),
+                                                f"unknown persona {other!r}"))
+    return problems

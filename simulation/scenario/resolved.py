@@ -1,0 +1,50 @@
+"""What loading a scenario produces: every person resolved and placed, ready for the engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, model_validator
+
+from simulation.llm import registry
+from simulation.scenario.persona import Persona
+from simulation.scenario.schema import Scenario
+
+__all__ = ["LoadedScenario", "ResolvedPersona"]
+
+
+class ResolvedPersona(BaseModel):
+    """A persona with the scenario's placement of it."""
+
+    persona: Persona
+    home: str
+    start_place: str
+    workplace: str | None = None
+    source: str
+
+
+class LoadedScenario(BaseModel):
+    """A validated scenario with every persona resolved; what the engine runs.
+
+    It is also what a run saves to resume from (run.db's resume_state), so it reads back
+    what older versions of Agora saved there."""
+
+    path: str
+    scenario: Scenario
+    people: list[ResolvedPersona]
+    source_text: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _saved_llm_block(cls, data: Any) -> Any:
+        # Before each backend had its own settings, a run saved every backend's fields in its
+        # llm block; those are Agora's own words, not the user's, so the chosen backend's are
+        # kept and the run resumes. (A scenario file with another backend's field is an error.)
+        if isinstance(data, dict) and isinstance(data.get("scenario"), dict):
+            llm = data["scenario"].get("llm")
+            if isinstance(llm, dict):
+                data = {**data, "scenario": {**data["scenario"], "llm": registry.own_fields(llm)}}
+        return data
+
+    def persona(self, agent_id: str) -> Persona:
+        return next(p.persona for p in self.people if p.persona.id == agent_id)

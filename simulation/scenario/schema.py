@@ -1,0 +1,74 @@
+"""A scenario file as a whole: the ``Scenario`` model, its JSON Schema, and its own error wording.
+
+``scenarios/valentines.yaml`` documents every field with comments.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field
+
+from simulation.errors import FieldPath
+from simulation.llm import registry
+from simulation.llm.registry import AnyLLMSettings
+from simulation.scenario.fields import LongText, ShortText, StrictModel
+from simulation.scenario.measures import Probe, Topic
+from simulation.scenario.people import PersonaEntry, PopulationEntry
+from simulation.scenario.persona import Persona
+from simulation.scenario.settings import CognitionSettings, MemorySettings
+from simulation.scenario.timeline import Clock, ScheduledEvent
+from simulation.scenario.town import Town
+
+__all__ = ["Scenario", "explain", "json_schema"]
+
+
+def _run_dir_name(value: str) -> str:
+    # The name starts the run directory's name (runs/NAME-DATE-TIME-XXXX): no path separators,
+    # and short enough in bytes for any file system.
+    if "/" in value or "\\" in value:
+        raise ValueError("must not contain '/' or '\\' (it names the run directory)")
+    if len(value.encode("utf-8")) > 200:
+        raise ValueError("is longer than 200 bytes in UTF-8 (it names the run directory)")
+    return value
+
+
+class Scenario(StrictModel):
+    name: Annotated[ShortText, AfterValidator(_run_dir_name)]
+    description: LongText = ""
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    clock: Clock
+    town: Town
+    personas: list[PersonaEntry] = Field(min_length=1, max_length=1000)
+    population: PopulationEntry | None = Field(None, description="sampled people added to the named personas")
+    events: list[ScheduledEvent] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list)
+    topics: list[Topic] = Field(default_factory=list)
+    llm: AnyLLMSettings = Field(default_factory=registry.default_settings,
+                                description="the LLM: 'backend' picks which, and which other settings apply")
+    cognition: CognitionSettings = Field(default_factory=CognitionSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+
+
+def explain(loc: FieldPath, error: dict[str, Any]) -> str | None:
+    """Messages about the ``llm:`` block that name backends (pydantic's would name models).
+
+    ``loc`` is pydantic's own location: ``("llm", BACKEND, SETTING)`` inside the block."""
+    if loc[:1] != ("llm",):
+        return None
+    if error["type"] == "union_tag_invalid":
+        return registry.unknown_backend(error.get("ctx", {}).get("tag"))
+    if error["type"] == "extra_forbidden" and len(loc) == 3:
+        owners = registry.owners_of(str(loc[2]))
+        if owners:
+            return f"{loc[2]!r} is a setting of the {' or '.join(owners)} backend, not of {loc[1]}"
+    return None
+
+
+def json_schema(kind: Literal["scenario", "persona"] = "scenario") -> dict[str, Any]:
+    """JSON Schema for editors (e.g. the YAML language server's ``# yaml-language-server: $schema=``)."""
+    model = Scenario if kind == "scenario" else Persona
+    schema = model.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = f"Agora {kind}"
+    return schema

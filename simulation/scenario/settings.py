@@ -1,0 +1,55 @@
+"""A scenario's ``memory:`` and ``cognition:`` sections: how agents retrieve, reflect, notice and talk.
+
+(The ``llm:`` section's settings belong to the backends: ``simulation.llm.settings``.)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from simulation.scenario.fields import StrictModel
+
+__all__ = ["CognitionSettings", "MemorySettings", "RetrievalWeights"]
+
+
+class RetrievalWeights(StrictModel):
+    recency: float = Field(1.0, ge=0, le=100)
+    importance: float = Field(1.0, ge=0, le=100)
+    relevance: float = Field(1.0, ge=0, le=100)
+
+
+class MemorySettings(StrictModel):
+    """Memory retrieval and reflection, as in Generative Agents (Park et al., 2023)."""
+
+    retrieval_weights: RetrievalWeights = Field(default_factory=RetrievalWeights)
+    recency_decay: float = Field(0.995, gt=0, le=1, description="recency = decay ** game hours since last access")
+    top_k: int = Field(8, ge=1, le=100, description="memories retrieved per query")
+    reflection_threshold: float = Field(
+        150, ge=1, le=100000, description="summed importance of new memories that triggers a reflection"
+    )
+    embedding_model: str | None = Field(
+        None, description="sentence-transformers model folder (default: the bundled all-MiniLM-L6-v2)"
+    )
+
+
+class CognitionSettings(StrictModel):
+    attention_bandwidth: int = Field(3, ge=1, le=50, description="how many things an agent notices per tick")
+    max_conversation_turns: int = Field(6, ge=2, le=50)
+    conversation_cooldown_minutes: int = Field(120, ge=0, le=24 * 60, description="before the same two talk again")
+    phases: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$", max_length=200)]] | None = Field(
+        None, min_length=1, max_length=50,
+        description="the cognition phases each tick runs, in order: built-in names (perceive, importance, decide, "
+        "converse, recap, reflect) or package.module:Class for a phase of one's own (docs/cognition.md); "
+        "default: the six built-in ones in that order")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired_memory_window(cls, data: Any) -> Any:
+        # memory_window chose how many recent memories a prompt showed, until retrieval
+        # (memory.top_k) took that over. Older scenario files, and the scenarios saved in older
+        # run.db files, still set it: accepted and ignored, so they load and resume unchanged.
+        if isinstance(data, dict) and "memory_window" in data:
+            return {k: v for k, v in data.items() if k != "memory_window"}
+        return data

@@ -1,0 +1,62 @@
+"""When things happen in a run: the clock (start, tick length, duration) and the scheduled events."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import Field, NaiveDatetime, model_validator
+
+from simulation.scenario.fields import Identifier, LongText, StrictModel
+
+__all__ = ["Clock", "ScheduledEvent"]
+
+
+class Clock(StrictModel):
+    start: NaiveDatetime = Field(description="game time of the first tick, 'YYYY-MM-DD HH:MM' (no time zone)")
+    tick_minutes: int = Field(10, ge=1, le=240, description="game minutes per tick")
+    duration_hours: float = Field(24, gt=0, le=24 * 60, description="game hours in a full run")
+
+    @model_validator(mode="after")
+    def _possible(self) -> Clock:
+        if self.tick_minutes > self.duration_hours * 60:
+            raise ValueError(f"tick_minutes ({self.tick_minutes}) is longer than the whole run "
+                             f"(duration_hours {self.duration_hours:g} = {self.duration_hours * 60:g} minutes)")
+        try:
+            self.start + timedelta(hours=self.duration_hours)
+        except OverflowError:
+            raise ValueError(f"a run of {self.duration_hours:g} hours from {self.start:%Y-%m-%d %H:%M} "
+                             "would end after the year 9999") from None
+        return self
+
+    @property
+    def total_ticks(self) -> int:
+        return max(1, int(self.duration_hours * 60 // self.tick_minutes))
+
+    def time_at(self, tick: int) -> datetime:
+        return self.start + timedelta(minutes=tick * self.tick_minutes)
+
+    def tick_at(self, moment: datetime) -> int:
+        """First tick whose time is at or after ``moment``."""
+        minutes = (moment - self.start).total_seconds() / 60
+        return max(0, int(-(-minutes // self.tick_minutes)))
+
+
+class ScheduledEvent(StrictModel):
+    at: NaiveDatetime = Field(description="game time, 'YYYY-MM-DD HH:MM' (no time zone)")
+    kind: Literal["whisper", "place_event"] = Field(
+        description="whisper: a thought put into one person's mind (their 'inner voice'); "
+        "place_event: something everyone at a place can see while it lasts"
+    )
+    text: LongText = Field(min_length=1)
+    to: Identifier | None = Field(None, description="persona id (whisper)")
+    place: Identifier | None = Field(None, description="place id (place_event)")
+    duration_minutes: int = Field(60, ge=1, le=24 * 60, description="how long a place event lasts")
+
+    @model_validator(mode="after")
+    def _target(self) -> ScheduledEvent:
+        if self.kind == "whisper" and not self.to:
+            raise ValueError("a whisper needs 'to' (a persona id)")
+        if self.kind == "place_event" and not self.place:
+            raise ValueError("a place_event needs 'place' (a place id)")
+        return self

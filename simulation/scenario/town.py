@@ -1,0 +1,30 @@
+"""A scenario's ``town:`` section: places, the objects in them, and the walking paths between them."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel
+
+__all__ = ["PathSpec", "Place", "Town"]
+
+
+class Place(StrictModel):
+    id: Identifier
+    name: ShortText
+    kind: ShortText = Field(description="home, cafe, park, shop, college, bar, ...")
+    description: LongText = ""
+    objects: list[ShortText] = Field(default_factory=list, max_length=50)
+    position: tuple[float, float] | None = Field(
+        None, description="x, y for the map in the viewer (default: a graph layout)"
+    )
+
+
+class PathSpec(StrictModel):
+    between: tuple[Identifier, Identifier]
+    minutes: int = Field(ge=1, le=600, description="walking time in game minutes")
+
+
+class Town(StrictModel):
+    places: list[Place] = Field(min_length=1, max_length=500)
+    paths: list[PathSpec] = Field(default_factory=list, max_length=5000)

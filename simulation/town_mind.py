@@ -1,0 +1,161 @@
+"""TownMind: the ``Mind`` a run's cognition phases work through, over the model's parts.
+
+It holds the parts themselves (the LLM client, the town's memory, the map, the social graph,
+the conversations, the recorder, the shared ``Moment``), not the model, so what cognition can
+reach is exactly what this class forwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from simulation.agents import AgentState
+from simulation.cognition.mind import CognitionSettings, TickNotes
+from simulation.conversation import Conversation
+from simulation.conversations import Conversations
+from simulation.core import Moment, PlaceEvent, PlanItem
+from simulation.llm.client import Answer, LLMClient
+from simulation.memory import MemoryNode, MemoryStream, TownMemory
+from simulation.recorder import Recorder
+from simulation.relationships import SocialGraph, Tie
+from simulation.town import TownMap
+
+if TYPE_CHECKING:
+    from simulation.agents import PersonaAgent
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class TownMind:
+    def __init__(self, *, settings: CognitionSettings, moment: Moment, llm: LLMClient, memory: TownMemory,
+                 town: TownMap, hub: str, social: SocialGraph, agents: dict[str, PersonaAgent],
+                 order: list[AgentState], conversations: Conversations, recorder: Recorder,
+                 place_events: Callable[[], list[PlaceEvent]]):
+        self.settings = settings
+        self.notes = TickNotes()
+        self._moment = moment
+        self._llm = llm
+        self._memory = memory
+        self._town = town
+        self._hub = hub
+        self._place_ids = tuple(town.places)
+        self._social = social
+        self._agents = agents
+        self._order = order
+        self._conversations = conversations
+        self._recorder = recorder
+        self._place_events = place_events
+
+    # time and places
+    @property
+    def tick(self) -> int:
+        return self._moment.tick
+
+    @property
+    def now(self) -> datetime:
+        return self._moment.now
+
+    @property
+    def place_ids(self) -> tuple[str, ...]:
+        return self._place_ids
+
+    @property
+    def hub(self) -> str:
+        return self._hub
+
+    def place_name(self, place: str) -> str:
+        return self._town.name(place)
+
+    def objects(self, place: str) -> list[str]:
+        return self._town.places[place].objects
+
+    # people
+    def person(self, person_id: str) -> AgentState:
+        return self._agents[person_id].state
+
+    def people(self) -> Sequence[AgentState]:
+        return self._order
+
+    def here(self, person: AgentState) -> list[AgentState]:
+        """Read from the Mesa cell the person's agent occupies."""
+        cell = self._agents[person.id].cell
+        return sorted((a.state for a in cell.agents), key=lambda s: s.id)
+
+    def doing(self, person: AgentState) -> str:
+        partner = None
+        if person.conversation_id is not None and person.conversation_id in self._conversations.open:
+            conv = self._conversations.get(person.conversation_id)
+            partner = self.person(conv.partner(person.id)).persona.name
+        destination = self._town.name(person.action.place) if person.action else None
+        return person.doing(partner, destination)
+
+    def tie(self, person_id: str, other_id: str) -> Tie | None:
+        return self._social.tie(person_id, other_id)
+
+    def after_conversation(self, person_id: str, other_id: str, sentiment: float, view: str) -> None:
+        self._social.after_conversation(person_id, other_id, sentiment, view)
+
+    # the LLM
+    async def ask(self, me: AgentState, messages: list[dict[str, str]], schema: type[T], *, default: T,
+                  purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None) -> Answer[T]:
+        return await self._llm.ask(messages, schema, default=default, purpose=purpose, agent_id=me.id,
+                                   tick=self._moment.tick, max_tokens=max_tokens, check=check)
+
+    # memory
+    def memories(self, person_id: str) -> MemoryStream:
+        return self._memory.stream(person_id)
+
+    def memory(self, memory_id: int) -> MemoryNode:
+        return self._memory.nodes[memory_id]
+
+    def remember(self, person_id: str, kind: str, text: str, importance: float | None = None,
+                 evidence: tuple[int, ...] = (), depth: int = 0) -> MemoryNode:
+        return self._memory.add(person_id, kind, text, importance=importance, evidence=evidence, depth=depth)
+
+    def rate(self, node: MemoryNode, importance: float) -> None:
+        self._memory.rate(node, importance)
+
+    async def retrieve(self, person_id: str, query: str, purpose: str,
+                       exclude: Iterable[int] = ()) -> list[MemoryNode]:
+        return await self._memory.retrieve(person_id, query, purpose, exclude=exclude)
+
+    async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]:
+        return await self._memory.retrieve_many(person_id, queries, purpose)
+
+    # what happens around
+    def place_events(self, place: str) -> list[PlaceEvent]:
+        return [e for e in self._place_events() if e.place == place]
+
+    def conversation(self, conversation_id: int) -> Conversation:
+        return self._conversations.get(conversation_id)
+
+    def open_conversations(self) -> list[Conversation]:
+        return sorted((c for c in self._conversations.open.values() if c.open), key=lambda c: c.id)
+
+    def take_ended_conversations(self) -> list[Conversation]:
+        return self._conversations.take_ended()
+
+    def start_conversation(self, a: AgentState, b: AgentState, greeting: str,
+                           call_id: int | None) -> Conversation | None:
+        return self._conversations.start(a, b, greeting, call_id)
+
+    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None) -> None:
+        self._conversations.say(conv, speaker, text, call_id)
+
+    def end_conversation(self, conv: Conversation, reason: str) -> None:
+        self._conversations.end(conv, reason)
+
+    # recording
+    def record(self, who: AgentState | None, kind: str, text: str, data: dict[str, Any] | None = None) -> int | None:
+        return self._recorder.event(who, kind, text, data)
+
+    def record_plan(self, who: AgentState, items: list[PlanItem], ok: bool) -> None:
+        self._recorder.plan(who, items, ok)
+
+    def record_schedule(self, who: AgentState, level: str, parent: str, items: list[dict[str, Any]],
+                        ok: bool) -> None:
+        self._recorder.schedule(who, level, parent, items, ok)

@@ -1,0 +1,185 @@
+"""FakeMind: the ``Mind`` protocol over plain in-memory parts, so a cognition phase can be tested
+in milliseconds with no model, run.db, embedder, event loop batching or LLM.
+
+Answers come from ``answers``: purpose -> a function (schema, default) -> value (the default when
+no function is given), so a test says exactly what "the model" answers. Retrieval returns the
+person's newest memories (no vectors). Everything a phase records lands in plain lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from simulation.agents import AgentState
+from simulation.cognition import CognitionSettings, Phase, TickNotes
+from simulation.conversation import Conversation
+from simulation.core import PlaceEvent, Status
+from simulation.llm.client import Answer
+from simulation.memory import MemoryNode, MemoryStream
+from simulation.relationships import SocialGraph, Tie
+
+SETTINGS = CognitionSettings(tick_minutes=10, attention_bandwidth=3, conversation_cooldown=timedelta(minutes=60),
+                             max_conversation_turns=4, reflection_threshold=30.0, context_tokens=2048)
+
+
+@dataclass
+class Asked:
+    person: str
+    purpose: str
+    messages: list[dict[str, str]]
+
+
+@dataclass
+class FakeMind:
+    people_by_id: dict[str, AgentState]
+    now: datetime
+    tick: int = 0
+    places: dict[str, str] = field(default_factory=lambda: {"home_a": "Home A", "cafe": "Cafe"})
+    hub: str = "cafe"
+    settings: CognitionSettings = SETTINGS
+    answers: dict[str, Callable[[type, Any], Any]] = field(default_factory=dict)
+    events_at: list[PlaceEvent] = field(default_factory=list)
+    notes: TickNotes = field(default_factory=TickNotes)
+    asked: list[Asked] = field(default_factory=list)
+    recorded: list[tuple[str | None, str, str]] = field(default_factory=list)
+    plans: list[tuple[str, list[Any], bool]] = field(default_factory=list)
+    schedules: list[tuple[str, str, list[dict[str, Any]]]] = field(default_factory=list)
+    streams: dict[str, MemoryStream] = field(default_factory=dict)
+    nodes: dict[int, MemoryNode] = field(default_factory=dict)
+    conversations: dict[int, Conversation] = field(default_factory=dict)
+    ended: list[Conversation] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.social = SocialGraph(sorted(self.people_by_id))
+
+    # time and places
+    @property
+    def place_ids(self) -> tuple[str, ...]:
+        return tuple(self.places)
+
+    def place_name(self, place: str) -> str:
+        return self.places[place]
+
+    def objects(self, place: str) -> list[str]:
+        return []
+
+    # people
+    def person(self, person_id: str) -> AgentState:
+        return self.people_by_id[person_id]
+
+    def people(self) -> Sequence[AgentState]:
+        return [self.people_by_id[k] for k in sorted(self.people_by_id)]
+
+    def here(self, person: AgentState) -> list[AgentState]:
+        return [p for p in self.people() if p.place == person.place]
+
+    def doing(self, person: AgentState) -> str:
+        return person.doing("someone", self.places.get(person.action.place) if person.action else None)
+
+    def tie(self, person_id: str, other_id: str) -> Tie | None:
+        return self.social.tie(person_id, other_id)
+
+    def after_conversation(self, person_id: str, other_id: str, sentiment: float, view: str) -> None:
+        self.social.after_conversation(person_id, other_id, sentiment, view)
+
+    # the LLM
+    async def ask(self, me, messages, schema, *, default, purpose, max_tokens, check=None):
+        self.asked.append(Asked(me.id, str(purpose), messages))
+        answer = self.answers.get(str(purpose))
+        value = default if answer is None else answer(schema, default)
+        if not isinstance(value, schema):
+            value = schema.model_validate(value)
+        ok = answer is not None and (check is None or check(value) is None)
+        return Answer(value if ok else default, ok, len(self.asked))
+
+    # memory
+    def memories(self, person_id: str) -> MemoryStream:
+        return self.streams.setdefault(person_id, MemoryStream())
+
+    def memory(self, memory_id: int) -> MemoryNode:
+        return self.nodes[memory_id]
+
+    def remember(self, person_id, kind, text, importance=None, evidence=(), depth=0) -> MemoryNode:
+        node = MemoryNode(id=len(self.nodes) + 1, agent_id=person_id, kind=str(kind), text=text, tick=self.tick,
+                          created=self.now, last_accessed=self.now, importance=importance,
+                          evidence=tuple(evidence), depth=depth)
+        self.nodes[node.id] = node
+        stream = self.memories(person_id)
+        stream.add(node)
+        if importance is not None and kind not in ("reflection", "summary"):
+            stream.since_reflection += importance
+        return node
+
+    def rate(self, node: MemoryNode, importance: float) -> None:
+        node.importance = float(importance)
+        stream = self.memories(node.agent_id)
+        if node in stream.unrated:
+            stream.unrated.remove(node)
+
+    async def retrieve(self, person_id: str, query: str, purpose: str, exclude: Iterable[int] = ()) -> list[MemoryNode]:
+        skip = set(exclude)
+        return [n for n in self.memories(person_id).nodes if n.id not in skip][-5:]
+
+    async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]:
+        return [await self.retrieve(person_id, q, purpose) for q in queries]
+
+    # what happens around
+    def place_events(self, place: str) -> list[PlaceEvent]:
+        return [e for e in self.events_at if e.place == place]
+
+    def conversation(self, conversation_id: int) -> Conversation:
+        return self.conversations[conversation_id]
+
+    def open_conversations(self) -> list[Conversation]:
+        return sorted(self.conversations.values(), key=lambda c: c.id)
+
+    def take_ended_conversations(self) -> list[Conversation]:
+        ended, self.ended = self.ended, []
+        return ended
+
+    def start_conversation(self, a: AgentState, b: AgentState, greeting: str, call_id) -> Conversation | None:
+        if not (a.free and b.free and a.place == b.place):
+            return None
+        conv = Conversation(id=len(self.conversations) + len(self.ended) + 1, place=a.place,
+                            participants=(a.id, b.id), started_tick=self.tick, started_at=self.now, next_speaker=b.id)
+        self.conversations[conv.id] = conv
+        for p in (a, b):
+            p.status, p.conversation_id = Status.TALKING, conv.id
+        conv.lines.append((a.id, greeting))
+        return conv
+
+    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id) -> None:
+        conv.lines.append((speaker.id, text))
+
+    def end_conversation(self, conv: Conversation, reason: str) -> None:
+        conv.ended_reason = reason
+        for pid in conv.participants:
+            self.person(pid).status, self.person(pid).conversation_id = Status.IDLE, None
+        self.ended.append(self.conversations.pop(conv.id))
+
+    # recording
+    def record(self, who, kind, text, data=None):
+        self.recorded.append((who.id if who else None, kind, text))
+        return len(self.recorded)
+
+    def record_plan(self, who, items, ok) -> None:
+        self.plans.append((who.id, list(items), ok))
+
+    def record_schedule(self, who, level, parent, items, ok) -> None:
+        self.schedules.append((who.id, level, items))
+
+    # running a phase as the model does
+    def run(self, phase: Phase) -> list[str]:
+        """Select, run everyone together, finish; returns who ran."""
+        chosen = phase.select(self)
+
+        async def together() -> None:
+            await asyncio.gather(*(phase.run(me, self) for me in chosen))
+
+        asyncio.run(together())
+        phase.finish(self)
+        return [me.id for me in chosen]

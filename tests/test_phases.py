@@ -1,0 +1,210 @@
+"""The cognition phases one by one, over a fake ``Mind`` (tests/fake_mind.py): no model, run.db,
+embedder or LLM, so each test takes milliseconds and says exactly what "the model" answered."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from conftest import MINIMAL
+from fake_mind import FakeMind
+
+from simulation.agents import AgentState
+from simulation.cognition import DEFAULT, PHASES, Phase, default_phases, phase_class
+from simulation.cognition.converse import Converse, Recap
+from simulation.cognition.decide import Decide
+from simulation.cognition.importance import RateImportance
+from simulation.cognition.perceive import Perceive
+from simulation.cognition.reflect import Reflect
+from simulation.conversation import Conversation
+from simulation.core import Action, MemoryKind, Status
+
+MORNING = datetime(2023, 2, 13, 9, 0)
+
+
+@pytest.fixture(scope="module")
+def personas():
+    from simulation.scenario import load
+
+    return {rp.persona.id: rp for rp in load(MINIMAL).people}
+
+
+def person(rp, **state) -> AgentState:
+    return AgentState(id=rp.persona.id, persona=rp.persona, home=rp.home, workplace=rp.workplace,
+                      place=state.pop("place", "cafe"), system_prompt=f"You are {rp.persona.name}.", **state)
+
+
+@pytest.fixture
+def mind(personas) -> FakeMind:
+    ann = person(personas["ann"], status=Status.IDLE)
+    bob = person(personas["bob"], status=Status.IDLE)
+    return FakeMind({"ann": ann, "bob": bob}, now=MORNING)
+
+
+def test_the_default_list_is_todays_tick_in_order():
+    assert [p.name for p in default_phases()] == list(DEFAULT) == [
+        "perceive", "importance", "decide", "converse", "recap", "reflect"]
+    assert set(PHASES) == set(DEFAULT)
+
+
+def test_perceive_notes_who_is_here_and_who_thinks(mind):
+    ran = mind.run(Perceive())
+    assert ran == ["ann", "bob"]
+    ann = mind.person("ann")
+    assert ann.perceived.people == ["bob"]
+    assert [n.text for n in mind.memories("ann").nodes] == ["Bob Brown is looking around at Cafe"]
+    assert mind.memories("ann").nodes[0].importance == 1.0, "someone idle is trivial: no rating needed"
+    assert ann.focus is not None and ann.focus.other == "bob"
+    assert mind.notes.deciding == ["ann", "bob"]
+
+
+def test_perceive_skips_the_sleeping_and_a_busy_person_does_not_think(mind):
+    mind.person("bob").status = Status.SLEEPING
+    ann = mind.person("ann")
+    ann.status = Status.ACTING
+    ann.action = Action("baking", "cafe", 30, ends=datetime(2023, 2, 13, 9, 30))
+    mind.run(Perceive())
+    assert ann.perceived.people == [] and mind.notes.deciding == []
+    assert not mind.asked
+
+
+def test_importance_rates_a_thinking_persons_memories_in_one_question(mind):
+    for i in range(4):
+        mind.remember("ann", MemoryKind.OBSERVATION, f"thing {i}")
+    mind.notes.deciding = ["ann", "bob"]
+    mind.answers["importance"] = lambda schema, default: {"ratings": [9, 1, 5, 5]}
+    assert mind.run(RateImportance()) == ["ann"], "bob has nothing to rate"
+    assert [a.purpose for a in mind.asked] == ["importance"]
+    assert [n.importance for n in mind.memories("ann").nodes] == [9, 1, 5, 5]
+    assert not mind.memories("ann").unrated
+
+
+def test_importance_waits_until_enough_memories_are_unrated(mind):
+    mind.remember("ann", MemoryKind.OBSERVATION, "one thing")
+    mind.notes.deciding = ["ann"]
+    assert mind.run(RateImportance()) == [] and not mind.asked
+
+
+def test_a_waking_person_plans_the_day_then_the_hours_steps(mind):
+    ann = mind.person("ann")
+    ann.status = Status.WAKING
+    mind.notes.deciding = ["ann"]
+    mind.answers["plan"] = lambda schema, default: {"plan": [
+        {"hour": 9, "activity": "baking bread", "place": "cafe"}, {"hour": 12, "activity": "lunch", "place": "home_a"}]}
+    mind.answers["hours"] = lambda schema, default: {"hours": ["kneading", "baking", "selling"]}
+    mind.run(Decide())
+    assert [a.purpose for a in mind.asked] == ["plan", "hours", "steps"]
+    assert ann.status == Status.IDLE and [i.activity for i in ann.plan] == ["baking bread", "lunch"]
+    assert ann.hours[9].activity == "kneading" and ann.steps and ann.steps_key == (MORNING.date(), 9)
+    assert mind.plans and mind.plans[0][2] is True
+    assert any(n.kind == "plan" for n in mind.memories("ann").nodes)
+
+
+def test_choosing_to_talk_opens_a_conversation_after_everyone_decided(mind):
+    mind.run(Perceive())
+    mind.answers["react"] = lambda schema, default: {"decision": "talk", "detail": "Morning! Fresh bread today."}
+    mind.run(Decide())
+    assert [c.participants for c in mind.open_conversations()] == [("ann", "bob")], \
+        "both wanted to talk: the first in id order opens, the other is no longer free"
+    conv = mind.open_conversations()[0]
+    assert conv.lines == [("ann", "Morning! Fresh bread today.")]
+    assert mind.person("ann").status == mind.person("bob").status == Status.TALKING
+
+
+def test_reacting_to_something_else_drops_the_hours_steps(mind):
+    mind.run(Perceive())
+    ann = mind.person("ann")
+    ann.steps, ann.steps_key = [Action("sweeping", "cafe", 20)], (MORNING.date(), 9)
+    mind.answers["react"] = lambda schema, default: {"decision": "react", "detail": "helping Bob carry flour"}
+    mind.notes.deciding = ["ann"]
+    mind.run(Decide())
+    assert ("ann", "reaction", "Ann Archer: helping Bob carry flour") in mind.recorded
+    assert [a.purpose for a in mind.asked][-1] == "steps", "re-planned from now"
+    assert ann.steps[0].text == "helping Bob carry flour"
+
+
+def conversation(mind: FakeMind) -> Conversation:
+    ann, bob = mind.person("ann"), mind.person("bob")
+    return mind.start_conversation(ann, bob, "Hello Bob!", None)
+
+
+def test_converse_gives_the_next_speaker_one_line_and_ends_on_goodbye(mind):
+    conv = conversation(mind)
+    mind.answers["utterance"] = lambda schema, default: {"say": "Hi Ann, the usual please.", "end_conversation": False}
+    assert mind.run(Converse()) == ["bob"]
+    assert conv.lines[-1] == ("bob", "Hi Ann, the usual please.") and conv.next_speaker == "ann"
+    assert mind.notes.talking == ["ann", "bob"] and mind.notes.conversations == 1
+    mind.answers["utterance"] = lambda schema, default: {"say": "Here you go, see you tomorrow.",
+                                                        "end_conversation": True}
+    mind.run(Converse())
+    assert conv.ended_reason == "goodbye" and not mind.open_conversations()
+
+
+def test_converse_ends_at_the_turn_limit(mind):
+    conv = conversation(mind)
+    lines = iter(["Two", "Three", "Four", "Five"])
+    mind.answers["utterance"] = lambda schema, default: {"say": f"Line number {next(lines)}.", "end_conversation": False}
+    while mind.open_conversations():
+        mind.run(Converse())
+    assert conv.turns == mind.settings.max_conversation_turns and conv.ended_reason == "turn limit"
+
+
+def test_a_repeated_line_is_not_said(mind):
+    conv = conversation(mind)
+    mind.answers["utterance"] = lambda schema, default: {"say": "Hello Bob!", "end_conversation": False}
+    mind.run(Converse())
+    assert conv.lines[-1][1].startswith("Sorry Ann"), "the echo is rejected: the safe default ends it"
+
+
+def test_recap_both_sides_remember_and_the_tie_changes(mind):
+    conv = conversation(mind)
+    mind.end_conversation(conv, "goodbye")
+    mind.answers["recap"] = lambda schema, default: {"summary": "We talked about bread.", "view": "Friendly.",
+                                                    "feeling": 5, "importance": 6}
+    assert mind.run(Recap()) == ["ann", "bob"]
+    for pid, other in (("ann", "bob"), ("bob", "ann")):
+        last = mind.memories(pid).nodes[-1]
+        assert last.kind == "conversation" and "We talked about bread." in last.text and last.importance == 6
+        tie = mind.tie(pid, other)
+        assert tie is not None and tie.view == "Friendly." and tie.sentiment > 0
+    assert mind.run(Recap()) == [], "each ended conversation is recapped once"
+
+
+def test_reflect_is_due_past_the_threshold_for_those_who_thought(mind):
+    for i in range(5):
+        mind.remember("ann", MemoryKind.OBSERVATION, f"important thing {i}", importance=8)
+        mind.remember("bob", MemoryKind.OBSERVATION, f"important thing {i}", importance=8)
+    mind.notes.deciding = ["ann"]
+    mind.answers["questions"] = lambda schema, default: {"questions": ["What?", "Why?", "Who?"]}
+    mind.answers["insights"] = lambda schema, default: {"insights": [{"insight": "Things matter.", "evidence": [1]}]}
+    assert mind.run(Reflect()) == ["ann"], "bob did not think this tick"
+    made = [n for n in mind.memories("ann").nodes if n.kind == "reflection"]
+    assert len(made) == 3 and all(n.depth == 1 and n.evidence for n in made)
+    assert mind.memories("ann").since_reflection == 0
+    assert mind.recorded[-1][:2] == ("ann", "reflection")
+
+
+def test_a_phase_is_named_by_the_scenario_or_imported():
+    assert phase_class("reflect") is Reflect
+    assert phase_class("simulation.cognition.reflect:Reflect") is Reflect
+    for bad, why in (("dream", "unknown phase"), ("simulation.nowhere:X", "cannot import"),
+                     ("simulation.core:Action", "not a Phase")):
+        with pytest.raises(ValueError, match=why):
+            phase_class(bad)
+
+
+class Gossip(Phase):
+    """A phase of one's own: everyone at the cafe thinks of the news (no LLM)."""
+
+    name = "gossip"
+
+    def due(self, me, mind):
+        return me.place == "cafe" and me.status != Status.SLEEPING
+
+    async def run(self, me, mind):
+        mind.remember(me.id, MemoryKind.THOUGHT, "There is a rumour about a party.")
+
+
+def test_a_phase_of_ones_own_runs_over_the_fake(mind):
+    assert mind.run(Gossip()) == ["ann", "bob"]
+    assert mind.memories("bob").nodes[-1].text == "There is a rumour about a party."
