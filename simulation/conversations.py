@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from simulation.agents import AgentState
 from simulation.conversation import Conversation
-from simulation.core import MemoryKind, Moment, Status
+from simulation.core import MemoryKind, Moment, Provenance, Source, Status
 from simulation.memory import TownMemory
 from simulation.recorder import Recorder
 from simulation.store import TickBuffer, dumps, sim_iso
@@ -64,16 +64,18 @@ class Conversations:
     def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None) -> None:
         listener = self.people[conv.partner(speaker.id)]
         conv.lines.append((speaker.id, text))
-        self.buffer.add("utterances", {
+        utterance_id = self.buffer.add("utterances", {
             "conversation_id": conv.id, "tick": self.moment.tick, "sim_time": sim_iso(self.moment.now),
             "turn": conv.turns - 1, "speaker_id": speaker.id, "listener_id": listener.id, "text": text,
             "llm_call_id": call_id,
         })
         self.recorder.event(speaker, "utterance", f'{speaker.persona.name} to {listener.persona.name}: "{text}"',
                             {"conversation_id": conv.id})
-        for person in (speaker, listener):
+        for person, source in ((speaker, Source.SAID), (listener, Source.HEARD)):
             node = self.memory.add(person.id, MemoryKind.UTTERANCE,
-                                   f'{speaker.persona.name} said to {listener.persona.name}: "{text}"')
+                                   f'{speaker.persona.name} said to {listener.persona.name}: "{text}"',
+                                   Provenance(source, from_agent=speaker.id if source == Source.HEARD else None,
+                                              utterance_id=utterance_id, conversation_id=conv.id, quote=text))
             conv.memory_ids.setdefault(person.id, []).append(node.id)
         self.save(conv)
 

@@ -25,16 +25,21 @@ from simulation.checkpoint import capture, restore
 from simulation.cognition import CognitionSettings, Phase, TickNotes, prompts, scenario_phases
 from simulation.cognition.probe import answer_probe
 from simulation.conversations import Conversations
-from simulation.core import Action, MemoryKind, Moment, PlaceEvent, Status
+from simulation.core import Action, MemoryKind, Moment, PlaceEvent, Provenance, Source, Status
 from simulation.llm.backend import Backend
 from simulation.llm.client import ClientStats, LLMClient
 from simulation.llm.types import RawCompletion
 from simulation.memory import TownMemory
-from simulation.memory.embeddings import get_embedder
+from simulation.memory.embeddings import Embedder, get_embedder
+from simulation.provenance.conveys import ConveysDetector
+from simulation.provenance.details import DetailReader, place_aliases
+from simulation.provenance.facts import fact_text
+from simulation.provenance.probes import score_answer
+from simulation.provenance.tracker import FactTracker
 from simulation.recorder import Recorder
 from simulation.relationships import SocialGraph
 from simulation.scenario import LoadedScenario, resolve_path
-from simulation.store import RunStore, sim_iso
+from simulation.store import RunStore, dumps, sim_iso
 from simulation.town import TownMap
 from simulation.town_mind import TownMind
 
@@ -114,13 +119,19 @@ class TownModel(mesa.Model):
         )
         self.phases: list[Phase] = (list(phases) if phases is not None
                                     else scenario_phases(cog.phases, loaded.path))
+        self.facts = self._fact_tracker(embedder)
         if resume_state is not None:
             restore(self, resume_state)
+            if self.facts is not None:
+                self.facts.load(store.db, store.run_id)
             return
         for agent in self.order:
             s = agent.state
             for text in s.persona.memories:
-                self.memory.add(s.id, MemoryKind.SEED, text)
+                self.memory.add(s.id, MemoryKind.SEED, text, Provenance(Source.SEEDED))
+            for fact in sc.facts:
+                if s.id in fact.known_by:
+                    self.memory.add(s.id, MemoryKind.SEED, fact.text, Provenance(Source.SEEDED, fact=fact.id))
             for other_id, view in sorted(s.persona.relationships.items()):
                 self.social.seed(s.id, other_id, view)
             if s.awake_at(self.now):
@@ -128,6 +139,16 @@ class TownModel(mesa.Model):
             state = "asleep" if s.status == Status.SLEEPING else "up"
             self.log_event(s, "start", f"{s.persona.name} starts the run at {self.town.name(s.place)}",
                            {"state": state})
+
+    def _fact_tracker(self, embedder: Embedder) -> FactTracker | None:
+        """The tracker of the scenario's facts (None when it declares none)."""
+        if not self.scenario.facts:
+            return None
+        facts = [fact_text(f) for f in self.scenario.facts]
+        names = {pid: place.name for pid, place in self.town.places.items()}
+        reader = DetailReader(place_aliases({pid: (p.name, p.kind) for pid, p in self.town.places.items()}))
+        people = [rp.persona.name for rp in self.loaded.people]
+        return FactTracker(facts, ConveysDetector(embedder, facts, names, people), reader, self.buffer)
 
     # ------------------------------------------------------------------ time
 
@@ -179,8 +200,8 @@ class TownModel(mesa.Model):
         for inbox_id, agent_id, text in rows:
             agent = self.people.get(agent_id)
             if agent is not None and text:
-                self.memory.add(agent_id, MemoryKind.THOUGHT, text)
-                self.log_event(agent.state, "whisper", text, {"inbox_id": inbox_id})
+                event_id = self.log_event(agent.state, "whisper", text, {"inbox_id": inbox_id})
+                self.memory.add(agent_id, MemoryKind.THOUGHT, text, Provenance(Source.WHISPERED, event_id=event_id))
             self.buffer.upsert("inbox", {"id": inbox_id, "delivered_tick": self.tick,
                                          "delivered_at": sim_iso(self.now)})
 
@@ -191,12 +212,14 @@ class TownModel(mesa.Model):
             _, _, ev = self.scheduled.pop(0)
             if ev.kind == "whisper":
                 agent = self.people[ev.to]  # type: ignore[index]
-                self.memory.add(agent.agent_id, MemoryKind.THOUGHT, ev.text)
-                self.log_event(agent.state, "whisper", ev.text)
+                event_id = self.log_event(agent.state, "whisper", ev.text, {"fact": ev.fact} if ev.fact else None)
+                self.memory.add(agent.agent_id, MemoryKind.THOUGHT, ev.text,
+                                Provenance(Source.WHISPERED, event_id=event_id, fact=ev.fact))
             else:
-                event_id = self.log_event(None, "place_event", ev.text, {"minutes": ev.duration_minutes}, place=ev.place)
+                data = {"minutes": ev.duration_minutes, **({"fact": ev.fact} if ev.fact else {})}
+                event_id = self.log_event(None, "place_event", ev.text, data, place=ev.place)
                 self.place_events.append(PlaceEvent(
-                    event_id or 0, ev.place or "", ev.text, ev.at + timedelta(minutes=ev.duration_minutes)))
+                    event_id or 0, ev.place or "", ev.text, ev.at + timedelta(minutes=ev.duration_minutes), ev.fact))
 
     def _routine(self) -> None:
         for agent in self.order:
@@ -262,7 +285,11 @@ class TownModel(mesa.Model):
         self.store.commit(self.buffer, {"ticks_done": self.tick + 1}, state=(self.tick, capture(self)))
 
     def _flush_memory(self) -> None:
-        """Vectors of the tick's new memories, changed importance / last access, changed relationships."""
+        """The facts the tick's new memories carry, their vectors, changed importance / last access,
+        changed relationships."""
+        new = self.memory.take_new()
+        if self.facts is not None:
+            self.facts.observe(new)
         self.memory.flush_rows()
         for row in self.social.changed_rows():
             self.buffer.add("relationships", {"tick": self.tick, "sim_time": sim_iso(self.now), **row})
@@ -278,10 +305,19 @@ class TownModel(mesa.Model):
             jobs += [(self.people[a].state, probe.question, index) for a in ids]
 
         answers = self.loop.run_phase("probe", [(me.id, answer_probe(me, self.mind, q, i)) for me, q, i in jobs])
-        for (me, question, _), (answer, ok, call_id) in zip(jobs, answers, strict=True):
+        facts = {f.id: f for f in self.scenario.facts}
+        for (me, question, index), (answer, ok, call_id) in zip(jobs, answers, strict=True):
+            scored: dict[str, object] = {}
+            fact = facts.get(self.scenario.probes[index].fact or "")
+            if fact is not None and self.facts is not None:
+                aware = me.id in self.facts.aware.get(fact.id, set())
+                result = score_answer(self.facts.reader, answer, question, fact_text(fact).details, self.now.date(),
+                                      aware)
+                scored = {"fact_id": fact.id, "aware": int(aware), "verdict": result.verdict,
+                          "details": dumps(result.details)}
             self.buffer.add("probes", {
                 "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": me.id,
-                "question": question, "answer": answer, "ok": int(ok), "llm_call_id": call_id,
+                "question": question, "answer": answer, "ok": int(ok), "llm_call_id": call_id, **scored,
             })
         self._flush_memory()
         self.store.commit(self.buffer)

@@ -1,7 +1,7 @@
 """What happened in a run, computed from run.db alone: the summary `agora run` prints.
 
-Shared numbers (topic awareness, who-knows-whom density, LLM totals) come from
-``simulation.rundb.metrics``, which the viewer uses too, so the two never disagree.
+Shared numbers (the spread of each fact, who-knows-whom density, LLM totals, the behaviour
+metrics) come from ``simulation.rundb``, which the viewer uses too, so the two never disagree.
 """
 
 from __future__ import annotations
@@ -12,6 +12,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulation.rundb import RunDB, metrics
+from simulation.rundb.behaviour import behaviour as behaviour_metrics
+from simulation.rundb.facts import first_aware, probe_verdicts, spread
+
+
+@dataclass
+class FactSpread:
+    """One fact's spread (``simulation.rundb.facts``)."""
+
+    aware: list[tuple[str, str, str, str | None, int]]
+    """(name, game time, how: seeded/whispered/perceived/heard/recapped, from whom (name), depth), earliest first."""
+    told: int
+    depth: int
+    distortion: float | None
+    retention: float | None
+    invented: int
+    verdicts: dict[str, int] = field(default_factory=dict)
+    """Probe answers about the fact by verdict (``provenance.rules``)."""
 
 
 @dataclass
@@ -56,8 +73,10 @@ class RunSummary:
     tick_llm_seconds: float
     """Summed call latency inside ticks (what ``wall_seconds`` covers)."""
     wall_seconds: float
-    awareness: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    """topic id -> (name, game time of their first run-time memory mentioning it), earliest first."""
+    facts: dict[str, FactSpread] = field(default_factory=dict)
+    """fact id -> how it spread (every fact of the scenario; empty for a run before provenance)."""
+    behaviour: dict[str, float | None] = field(default_factory=dict)
+    """The behaviour metrics (docs/behaviour.md)."""
     probes: list[tuple[str, str, str]] = field(default_factory=list)
     """(agent name, question, answer)."""
     memory_kinds: dict[str, int] = field(default_factory=dict)
@@ -124,8 +143,14 @@ def _summarize(db: RunDB) -> RunSummary:
     totals = metrics.llm_totals(con, rid)
     wall, tick_llm = con.execute("select coalesce(sum(wall_s), 0), coalesce(sum(llm_s), 0) from ticks "
                                  "where run_id = ?", (rid,)).fetchone()
-    awareness = {topic: [(a.name, a.sim_time) for a in aware]
-                 for topic, aware in metrics.awareness(con, rid).items()}
+    names_by_id = {aid: a["name"] for aid, a in names.items()}
+    verdicts = probe_verdicts(con, rid)
+    learned = first_aware(con, rid)
+    facts = {fact_id: FactSpread(
+        [(i.name, i.sim_time, i.source, names_by_id.get(i.from_agent or "", i.from_agent), i.depth)
+         for i in learned.get(fact_id, [])],
+        sp.told, sp.depth, sp.distortion, sp.retention, sp.invented, dict(verdicts.get(fact_id, {})))
+        for fact_id, sp in spread(con, rid).items()}
     probes = [(names[r["agent_id"]]["name"], r["question"], r["answer"])
               for r in db.rows("select * from probes where run_id = ? order by question, agent_id", (rid,))
               if r["agent_id"] in names] if db.has("probes") else []
@@ -138,7 +163,7 @@ def _summarize(db: RunDB) -> RunSummary:
         llm_calls=totals.calls, parse_failures=totals.parse_failures, fallbacks=totals.fallbacks,
         cache_hits=totals.cache_hits, generated_tokens=totals.generated_tokens, prompt_tokens=totals.prompt_tokens,
         completion_tokens=totals.completion_tokens, llm_seconds=totals.latency_s, tick_llm_seconds=tick_llm,
-        wall_seconds=wall, awareness=awareness, probes=probes,
+        wall_seconds=wall, facts=facts, behaviour=behaviour_metrics(con, rid), probes=probes,
         memory_kinds={kind: n for kind, n in con.execute(
             "select kind, count(*) from memories where run_id = ? and kind != 'seed' group by kind order by kind",
             (rid,))},

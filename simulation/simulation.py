@@ -12,7 +12,7 @@ this class plus a progress bar.
 
     with Simulation.from_yaml("scenarios/valentines.yaml", seed=7, ticks=12) as sim:
         sim.run(on_tick=lambda s: print(s.tick, s.now))
-        print(sim.summary().awareness)
+        print(sim.summary().facts)
 """
 
 from __future__ import annotations
@@ -168,8 +168,16 @@ class Simulation:
                     on_probes()
                 self.model.ask_probes()
                 self._run.probes_due = False
+            self.store.replace_behaviour(self.behaviour())
             self.close()
         return self.summary()
+
+    def behaviour(self) -> dict[str, float | None]:
+        """The behaviour metrics of what has run so far (docs/behaviour.md); a finished run also
+        keeps them in run.db's ``behaviour`` table."""
+        from simulation.rundb.behaviour import behaviour
+
+        return behaviour(self.db, self.run_id)
 
     def summary(self) -> RunSummary:
         """What happened so far, from run.db alone (what ``agora run`` prints)."""

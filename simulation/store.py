@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -59,7 +59,17 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     ),
     "memories": (
         {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "kind": str,
-         "text": str, "importance": float, "evidence": str, "last_accessed": str, "depth": int},
+         "text": str, "importance": float, "evidence": str, "last_accessed": str, "depth": int,
+         # provenance (docs/provenance.md): how it came to its owner, and who and what was behind it
+         "source": str, "from_agent": str, "utterance_id": int, "event_id": int, "conversation_id": int},
+        "id",
+    ),
+    "fact_memories": (
+        # one row per memory that carries one of the scenario's facts: declared (a whisper, place
+        # event or seed that names the fact) or detected in what was said, seen or written down
+        {"id": int, "run_id": str, "tick": int, "sim_time": str, "memory_id": int, "agent_id": str,
+         "fact_id": str, "source": str, "from_agent": str, "utterance_id": int, "conversation_id": int,
+         "declared": int, "similarity": float, "details": str, "kept": int, "lost": int, "changed": int},
         "id",
     ),
     "embeddings": (
@@ -121,8 +131,15 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     ),
     "probes": (
         {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "question": str,
-         "answer": str, "ok": int, "llm_call_id": int},
+         "answer": str, "ok": int, "llm_call_id": int,
+         # for a probe about a fact: the answer scored against the fact's details (docs/provenance.md)
+         "fact_id": str, "aware": int, "verdict": str, "details": str},
         "id",
+    ),
+    "behaviour": (
+        # the run's behaviour metrics (docs/behaviour.md), written when it ends or by `agora behaviour`
+        {"run_id": str, "metric": str, "value": float, "computed_at": str},
+        ("run_id", "metric"),
     ),
 }
 
@@ -130,7 +147,7 @@ INDEXES = [
     ("events", ["tick"]), ("events", ["agent_id"]), ("memories", ["agent_id"]),
     ("utterances", ["conversation_id"]), ("llm_calls", ["tick"]), ("agent_states", ["agent_id"]),
     ("retrievals", ["agent_id"]), ("retrievals", ["tick"]), ("relationships", ["agent_id"]),
-    ("schedules", ["agent_id"]),
+    ("schedules", ["agent_id"]), ("fact_memories", ["fact_id"]), ("memories", ["source"]),
 ]
 
 
@@ -223,7 +240,29 @@ class RunStore:
             store.close()
             raise InputError(Problem(str(path), "run.db holds no run"))
         store.run_id = row[0]
+        store._upgrade()
         return store
+
+    def _upgrade(self) -> None:
+        """Bring an older run.db's layout up to this version's before it is resumed: missing tables
+        are created and missing columns added (empty for the rows already there, e.g. the
+        provenance of memories recorded before schema 4)."""
+        try:
+            with self.db.atomic():
+                for name, (columns, pk) in TABLES.items():
+                    table = self.db[name]
+                    if not table.exists():
+                        table.create(columns, pk=pk, not_null={"run_id"})
+                        continue
+                    have = set(table.columns_dict)
+                    for column, kind in columns.items():
+                        if column not in have:
+                            table.add_column(column, kind)
+                for table, cols in INDEXES:
+                    self.db[table].create_index(cols, if_not_exists=True)
+                self.db["runs"].update(self.run_id, {"schema_version": SCHEMA_VERSION})
+        except Exception as exc:
+            raise RunError(f"cannot upgrade {self.path} to run.db schema {SCHEMA_VERSION}: {exc}") from None
 
     def next_id(self, table: str) -> int:
         if table not in self._next:
@@ -257,6 +296,18 @@ class RunStore:
             raise RunError(f"cannot write {self.path}: {exc}") from None
         buffer.rows.clear()
         buffer.upserts.clear()
+
+    def replace_behaviour(self, metrics: dict[str, float | None]) -> None:
+        """The run's ``behaviour`` rows, replaced as a whole (metrics without a value are left out)."""
+        stamp = now_iso()
+        try:
+            with self.db.atomic():
+                self.db.execute("delete from behaviour where run_id = ?", [self.run_id])
+                self.db["behaviour"].insert_all(
+                    [{"run_id": self.run_id, "metric": k, "value": float(v), "computed_at": stamp}
+                     for k, v in sorted(metrics.items()) if v is not None])
+        except Exception as exc:
+            raise RunError(f"cannot write {self.path}: {exc}") from None
 
     def update_run(self, **fields: Any) -> None:
         with self.db.atomic():

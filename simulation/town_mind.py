@@ -17,7 +17,7 @@ from simulation.agents import AgentState
 from simulation.cognition.mind import CognitionSettings, TickNotes
 from simulation.conversation import Conversation
 from simulation.conversations import Conversations
-from simulation.core import Moment, PlaceEvent, PlanItem
+from simulation.core import Moment, PlaceEvent, PlanItem, Provenance
 from simulation.llm.client import Answer, LLMClient
 from simulation.memory import MemoryNode, MemoryStream, TownMemory
 from simulation.recorder import Recorder
@@ -112,9 +112,10 @@ class TownMind:
     def memory(self, memory_id: int) -> MemoryNode:
         return self._memory.nodes[memory_id]
 
-    def remember(self, person_id: str, kind: str, text: str, importance: float | None = None,
-                 evidence: tuple[int, ...] = (), depth: int = 0) -> MemoryNode:
-        return self._memory.add(person_id, kind, text, importance=importance, evidence=evidence, depth=depth)
+    def remember(self, person_id: str, kind: str, text: str, provenance: Provenance,
+                 importance: float | None = None, evidence: tuple[int, ...] = (), depth: int = 0) -> MemoryNode:
+        return self._memory.add(person_id, kind, text, provenance, importance=importance, evidence=evidence,
+                                depth=depth)
 
     def rate(self, node: MemoryNode, importance: float) -> None:
         self._memory.rate(node, importance)

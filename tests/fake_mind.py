@@ -103,10 +103,10 @@ class FakeMind:
     def memory(self, memory_id: int) -> MemoryNode:
         return self.nodes[memory_id]
 
-    def remember(self, person_id, kind, text, importance=None, evidence=(), depth=0) -> MemoryNode:
+    def remember(self, person_id, kind, text, provenance, importance=None, evidence=(), depth=0) -> MemoryNode:
         node = MemoryNode(id=len(self.nodes) + 1, agent_id=person_id, kind=str(kind), text=text, tick=self.tick,
                           created=self.now, last_accessed=self.now, importance=importance,
-                          evidence=tuple(evidence), depth=depth)
+                          evidence=tuple(evidence), depth=depth, provenance=provenance)
         self.nodes[node.id] = node
         stream = self.memories(person_id)
         stream.add(node)

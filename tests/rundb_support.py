@@ -11,10 +11,22 @@ memories, conversations and LLM calls, so the metrics have numbers worked out on
              (directed edges / n(n-1) would give 1/12, 1/12, 1/3, 5/12)
     conversations (the fallback graph): ann+bob from tick 1, cat+dan from tick 3, a
              three-person row and a broken row (both ignored) -> pairs 0, 1, 1, 2
-    topics   party: [party, celebration] -> bob at tick 1, cat at tick 2 (ann only in a seed
-             memory, zed not a person); cider: [cider] -> nobody
+    topics   (older files' keyword topics: still in the scenario, no longer measured)
     llm_calls ann: 10+5 tokens, 0.5 s; ann: 20+10, parse failure and fallback, 1.0 s;
              bob: 30+7, a cache hit, 0.01 s
+
+``make_traced_run_db`` adds what run.db schema 4 records, provenance, for a fact ``party``
+(details place, day, time) and a fact ``cider`` nobody learns:
+
+    fact_memories  0 ann whispered (declared)            kept 3
+                   1 bob heard from ann (utterance 1)    kept 2, lost 1
+                   1 ann said                            (ann aware already: not invented)
+                   2 cat heard from bob                  kept 1, lost 1, changed 1 (distorted)
+                   2 dan planned                         (dan not aware yet: invented)
+                   3 dan recapped from cat               lost 3
+                   3 zed heard from dan                  (not a person of the run)
+    -> aware 1, 2, 3, 4 by tick; cascade ann(0) -> bob(1) -> cat(2) -> dan(3); told 3, distorted
+       1 of 3, details kept 3 of 9; invented 1; probes: bob right, dan invented... (see PROBES)
 """
 
 from __future__ import annotations
@@ -123,5 +135,49 @@ def make_run_db(run_dir: Path) -> Path:
                     (RUN_ID, TIMES[3]))
         con.execute("insert into retrievals values (1, ?, 1, ?, 'bob', 'plan', 'the party', '[]')",
                     (RUN_ID, TIMES[1]))
+    con.close()
+    return run_dir
+
+
+FACTS = [{"id": "party", "text": "Ann is throwing a party at the cafe.",
+          "details": [{"name": "place", "kind": "place", "value": "cafe", "aliases": []},
+                      {"name": "day", "kind": "date", "value": "2023-02-14", "aliases": []},
+                      {"name": "time", "kind": "time", "value": "17:00", "aliases": []}]},
+         {"id": "cider", "text": "There is cider at the market.", "details": []}]
+FACT_ROWS = [  # tick, agent, source, from, utterance, declared, kept, lost, changed
+    (0, "ann", "whispered", None, None, 1, 3, 0, 0),
+    (1, "bob", "heard", "ann", 1, 0, 2, 1, 0),
+    (1, "ann", "said", None, 1, 0, 2, 1, 0),
+    (2, "cat", "heard", "bob", None, 0, 1, 1, 1),
+    (2, "dan", "planned", None, None, 0, 0, 3, 0),
+    (3, "dan", "recapped", "cat", None, 0, 0, 3, 0),
+    (3, "zed", "heard", "dan", None, 0, 0, 3, 0),
+]
+PROBES = [("bob", "right", 1), ("cat", "wrong", 1), ("dan", "missed", 1)]
+
+
+def make_traced_run_db(run_dir: Path) -> Path:
+    """The tiny run as schema 4 records it: provenance for the facts above (see the module's docstring)."""
+    make_run_db(run_dir)
+    con = sqlite3.connect(run_dir / "run.db")
+    with con:
+        con.execute("update runs set schema_version = 4")
+        scenario = {"path": "tiny.yaml", "scenario": {"name": "tiny", "topics": TOPICS, "facts": FACTS,
+                                                      "personas": []}, "people": [], "source_text": SCENARIO_YAML}
+        con.execute("update resume_state set scenario = ?", (json.dumps(scenario),))
+        con.execute("create table fact_memories (id integer primary key, run_id text, tick integer, sim_time text, "
+                    "memory_id integer, agent_id text, fact_id text, source text, from_agent text, "
+                    "utterance_id integer, conversation_id integer, declared integer, similarity real, details text, "
+                    "kept integer, lost integer, changed integer)")
+        con.executemany(
+            "insert into fact_memories (run_id, tick, sim_time, memory_id, agent_id, fact_id, source, from_agent, "
+            "utterance_id, declared, kept, lost, changed) values (?, ?, ?, ?, ?, 'party', ?, ?, ?, ?, ?, ?, ?)",
+            [(RUN_ID, t, TIMES[t], 100 + i, a, src, frm, utt, dec, k, lo, ch)
+             for i, (t, a, src, frm, utt, dec, k, lo, ch) in enumerate(FACT_ROWS)])
+        for column in ("fact_id text", "aware integer", "verdict text", "details text"):
+            con.execute(f"alter table probes add column {column}")
+        con.executemany("insert into probes (run_id, tick, sim_time, agent_id, question, answer, ok, fact_id, aware, "
+                        "verdict) values (?, 3, ?, ?, 'Party?', 'An answer', 1, 'party', ?, ?)",
+                        [(RUN_ID, TIMES[3], a, aware, v) for a, v, aware in PROBES])
     con.close()
     return run_dir

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from simulation.cli import common
 from simulation.cli.run import print_summary
-from simulation.report import AgentSummary, RunSummary
+from simulation.report import AgentSummary, FactSpread, RunSummary
 
 
 def test_summary_prints_model_text_with_brackets_literally(monkeypatch):
@@ -19,7 +19,9 @@ def test_summary_prints_model_text_with_brackets_literally(monkeypatch):
         conversations=0, utterances=0, llm_calls=1, parse_failures=0, fallbacks=0, cache_hits=0, generated_tokens=5,
         prompt_tokens=5,
         completion_tokens=5, llm_seconds=1.0, tick_llm_seconds=1.0, wall_seconds=2.0,
-        awareness={"party": [("Ann [/]", "2023-02-13 07:00")]}, probes=[("Ann [/]", "Q [/]?", odd)],
+        facts={"party": FactSpread([("Ann [/]", "2023-02-13 07:00", "heard", "Bob [b]", 1)], 1, 1, 0.0, 1.0, 0,
+                                   {"right": 1})},
+        probes=[("Ann [/]", "Q [/]?", odd)],
     )
     buf = io.StringIO()
     monkeypatch.setattr(common, "console", Console(file=buf, width=200, color_system=None))
@@ -27,7 +29,7 @@ def test_summary_prints_model_text_with_brackets_literally(monkeypatch):
     out = buf.getvalue()
     assert "[/INST]" in out and "[bold]cafe[/bold]" in out and "Ann [/]" in out
     assert "No conversations happened" in out
-    assert "Ann [/] from 02-13 07:00" in out
+    assert "Ann [/] 02-13 07:00 heard from Bob [b]" in out and "1/1 aware, 1 told by someone" in out
 
 
 def test_summary_of_a_scripted_run_reports_memories_retrievals_and_density(make_run, scripted, monkeypatch):

@@ -17,7 +17,9 @@ from simulation.cognition.importance import RateImportance
 from simulation.cognition.perceive import Perceive
 from simulation.cognition.reflect import Reflect
 from simulation.conversation import Conversation
-from simulation.core import Action, MemoryKind, Status
+from simulation.core import Action, MemoryKind, Provenance, Source, Status
+
+SEEN = Provenance(Source.PERCEIVED)
 
 MORNING = datetime(2023, 2, 13, 9, 0)
 
@@ -70,7 +72,7 @@ def test_perceive_skips_the_sleeping_and_a_busy_person_does_not_think(mind):
 
 def test_importance_rates_a_thinking_persons_memories_in_one_question(mind):
     for i in range(4):
-        mind.remember("ann", MemoryKind.OBSERVATION, f"thing {i}")
+        mind.remember("ann", MemoryKind.OBSERVATION, f"thing {i}", SEEN)
     mind.notes.deciding = ["ann", "bob"]
     mind.answers["importance"] = lambda schema, default: {"ratings": [9, 1, 5, 5]}
     assert mind.run(RateImportance()) == ["ann"], "bob has nothing to rate"
@@ -80,7 +82,7 @@ def test_importance_rates_a_thinking_persons_memories_in_one_question(mind):
 
 
 def test_importance_waits_until_enough_memories_are_unrated(mind):
-    mind.remember("ann", MemoryKind.OBSERVATION, "one thing")
+    mind.remember("ann", MemoryKind.OBSERVATION, "one thing", SEEN)
     mind.notes.deciding = ["ann"]
     assert mind.run(RateImportance()) == [] and not mind.asked
 
@@ -172,8 +174,8 @@ def test_recap_both_sides_remember_and_the_tie_changes(mind):
 
 def test_reflect_is_due_past_the_threshold_for_those_who_thought(mind):
     for i in range(5):
-        mind.remember("ann", MemoryKind.OBSERVATION, f"important thing {i}", importance=8)
-        mind.remember("bob", MemoryKind.OBSERVATION, f"important thing {i}", importance=8)
+        mind.remember("ann", MemoryKind.OBSERVATION, f"important thing {i}", SEEN, importance=8)
+        mind.remember("bob", MemoryKind.OBSERVATION, f"important thing {i}", SEEN, importance=8)
     mind.notes.deciding = ["ann"]
     mind.answers["questions"] = lambda schema, default: {"questions": ["What?", "Why?", "Who?"]}
     mind.answers["insights"] = lambda schema, default: {"insights": [{"insight": "Things matter.", "evidence": [1]}]}
@@ -202,7 +204,7 @@ class Gossip(Phase):
         return me.place == "cafe" and me.status != Status.SLEEPING
 
     async def run(self, me, mind):
-        mind.remember(me.id, MemoryKind.THOUGHT, "There is a rumour about a party.")
+        mind.remember(me.id, MemoryKind.THOUGHT, "There is a rumour about a party.", Provenance(Source.WHISPERED))
 
 
 def test_a_phase_of_ones_own_runs_over_the_fake(mind):

@@ -8,6 +8,8 @@ import pytest
 from conftest import step_run, with_settings
 from scripted import ScriptedBackend
 
+from simulation.core import Provenance, Source
+
 
 @pytest.fixture(scope="module")
 def reflective_run(tmp_path_factory, flagship, embedder):
@@ -101,7 +103,8 @@ def test_questions_come_from_at_most_the_100_most_recent_memories_that_fit(make_
     run = make_run(scripted, ticks=1)
     agent = run.model.people["isabella_rodriguez"]
     for i in range(150):
-        run.model.memory.add(agent.agent_id, "observation", f"Isabella notes thing number {i}", importance=2)
+        run.model.memory.add(agent.agent_id, "observation", f"Isabella notes thing number {i}",
+                             Provenance(Source.PERCEIVED), importance=2)
     chosen = recent_for_questions(run.model.memory.stream(agent.agent_id).nodes, run.model.scenario.llm.context_tokens)
     assert 0 < len(chosen) <= 100
     assert chosen[-1].text == "Isabella notes thing number 149", "the newest are kept"

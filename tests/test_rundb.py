@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from rundb_support import PEOPLE, RUN_ID, TIMES, make_run_db
+from rundb_support import PEOPLE, RUN_ID, TIMES, make_run_db, make_traced_run_db
 
-from simulation.rundb import RunDB, RunUnreadable, connect_ro, db_path, metrics, table_names
+from simulation.rundb import RunDB, RunUnreadable, connect_ro, db_path, facts, metrics, table_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,25 +103,53 @@ def test_llm_totals_of_an_empty_run_and_a_run_before_cache_hits(tmp_path):
     con.close()
 
 
-# ---------------------------------------------------------------------- topics and awareness
+# ---------------------------------------------------------------------- facts (provenance)
 
-def test_topics_come_from_the_scenario_as_run(con, tiny, tmp_path):
-    expected = {"party": ["party", "celebration"], "cider": ["cider"]}
-    assert metrics.topics(con, RUN_ID) == expected
-    older = without(tiny, tmp_path / "older", "resume_state")  # before schema 3: only the YAML text
-    con2 = connect_ro(older / "run.db")
-    assert metrics.topics(con2, RUN_ID) == expected
-    con2.close()
-    assert metrics.topics_from_yaml("topics: [{id: a}]") == {} and metrics.topics_from_yaml(": bad: [") == {}
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    return make_traced_run_db(tmp_path_factory.mktemp("traced") / "run")
 
 
-def test_awareness_is_the_first_run_memory_mentioning_a_keyword(con):
-    aware = metrics.awareness(con, RUN_ID)
-    assert list(aware) == ["party", "cider"] and aware["cider"] == []
-    assert aware["party"] == [metrics.Aware("bob", "Bob Baker", 1, TIMES[1]), metrics.Aware("cat", "Cat Cooper", 2,
-                                                                                            TIMES[2])]
-    assert metrics.awareness(con, RUN_ID, {"coffee": ["COFFEE"]}) == {
-        "coffee": [metrics.Aware("dan", "Dan Dyer", 3, TIMES[3])]}
+def test_facts_come_from_the_scenario_as_run(traced, tiny):
+    con = connect_ro(traced / "run.db")
+    assert list(facts.facts(con, RUN_ID)) == ["party", "cider"] and facts.traced(con)
+    con.close()
+    con = connect_ro(tiny / "run.db")  # recorded before provenance: no facts, nobody aware
+    assert facts.facts(con, RUN_ID) == {} and not facts.traced(con) and facts.first_aware(con, RUN_ID) == {}
+    con.close()
+
+
+def test_awareness_follows_provenance_not_keywords(traced):
+    con = connect_ro(traced / "run.db")
+    learned = facts.first_aware(con, RUN_ID)
+    assert learned["cider"] == []
+    party = {i.agent_id: i for i in learned["party"]}
+    assert list(party) == ["ann", "bob", "cat", "dan"]  # zed is no person of the run; ann's "said" is not news
+    assert [(party[a].source, party[a].parent, party[a].depth) for a in party] == [
+        ("whispered", None, 0), ("heard", "ann", 1), ("heard", "bob", 2), ("recapped", "cat", 3)]
+    assert party["bob"].utterance_id == 1 and all(i.teller_aware for i in party.values())
+    assert [c[2] for c in facts.awareness_curve(con, RUN_ID)["party"]] == [1, 2, 3, 4]
+    s = facts.spread(con, RUN_ID)["party"]
+    assert (s.aware, s.told, s.roots, s.depth, s.distorted, s.invented) == (4, 3, 1, 3, 1, 1)
+    assert s.distortion == pytest.approx(1 / 3) and s.retention == pytest.approx(3 / 9)
+    assert facts.probe_verdicts(con, RUN_ID) == {"party": {"right": 1, "wrong": 1, "missed": 1}}
+    con.close()
+
+
+def test_behaviour_of_the_tiny_run(traced):
+    from simulation.rundb.behaviour import behaviour
+
+    con = connect_ro(traced / "run.db")
+    b = behaviour(con, RUN_ID)
+    con.close()
+    assert b["facts.party.aware_share"] == 1.0 and b["facts.party.cascade_depth"] == 3.0
+    assert b["facts.party.first_told_hour"] == pytest.approx(10 / 60)
+    assert b["probes.party.right_share"] == pytest.approx(1 / 3) and b["probes.party.hallucination"] is None
+    # everyone idle at the cafe every tick: the 6 pairs meet once, at tick 0
+    assert b["talk.encounters_per_agent_hour"] == pytest.approx(2 * 6 / 4 / (40 / 60))
+    assert b["talk.conversations_per_encounter"] == pytest.approx(4 / 6)
+    assert b["relationships.density_start"] == pytest.approx(1 / 6) and b["relationships.density_end"] == 0.5
+    assert b["llm.fallback_share.plan"] == pytest.approx(1 / 3)
 
 
 # ---------------------------------------------------------------------- who knows whom
@@ -162,7 +190,7 @@ def test_cli_summary_reads_the_shared_metrics(tiny):
 
     s = summarize(tiny / "run.db")
     assert s.density == pytest.approx((1 / 6, 1 / 2))
-    assert s.awareness == {"party": [("Bob Baker", TIMES[1]), ("Cat Cooper", TIMES[2])], "cider": []}
+    assert s.facts == {}  # recorded before provenance
     assert (s.llm_calls, s.prompt_tokens, s.completion_tokens, s.generated_tokens) == (3, 60, 22, 15)
     assert (s.cache_hits, s.parse_failures, s.fallbacks, s.llm_seconds) == (1, 1, 1, pytest.approx(1.51))
     assert (s.conversations, s.utterances, s.retrievals, s.ticks_done) == (4, 2, 1, 4)
@@ -187,11 +215,8 @@ def test_viewer_and_cli_summary_agree(tiny):
         assert list(density["edges"]) == [1, 1, 2, 3]
         totals = q.llm_totals(db)
         assert (totals["calls"], totals["tokens"], totals["cache_hits"]) == (s.llm_calls, 82, s.cache_hits)
-        aware = q.awareness(db)
-        assert [(r.topic, r.name, r.sim_time) for r in aware.itertuples()] == [
-            ("party", n, t) for n, t in s.awareness["party"]]
         row = q.summary(db)
-        assert row["aware"] == {"party": 2, "cider": 0} and row["outcomes"] == "party: 2/4 aware; cider: 0/4 aware"
+        assert row["aware"] == {} and row["outcomes"] == "-"
         assert (row["conversations"], row["utterances"], row["probe answers"]) == (4, 2, 1)
 
 
@@ -229,5 +254,5 @@ def test_rundb_imports_nothing_of_the_engine():
             for name in names:
                 top = name.split(".")[0]
                 assert top in sys.stdlib_module_names or top == "__future__" or name.startswith("simulation.rundb") \
-                    or (name == "yaml" and path.name == "metrics.py"), f"{path.name} imports {name}"
+                    or name == "simulation.provenance.rules", f"{path.name} imports {name}"
     assert table_names  # re-exported for the readers

@@ -121,7 +121,12 @@ def test_flagship_probes_and_source(flagship: LoadedScenario) -> None:
     sc = flagship.scenario
     assert len(sc.probes) >= 1
     assert all(p.question for p in sc.probes)
-    assert {t.id for t in sc.topics} >= {"party"}
+    assert {f.id for f in sc.facts} == {"party", "market"}
+    party = next(f for f in sc.facts if f.id == "party")
+    assert [(d.name, d.kind, d.value) for d in party.details] == [
+        ("place", "place", "hobbs_cafe"), ("day", "date", "2023-02-14"), ("time", "time", "17:00-19:00")]
+    assert [e.fact for e in sc.events] == ["party", "market", None]
+    assert sc.probes[0].fact == "party" and sc.topics == []
     assert flagship.source_text == FLAGSHIP.read_text("utf-8")
     assert Path(flagship.path).name == "valentines.yaml"
 
@@ -192,6 +197,10 @@ BAD_CASES: dict[str, tuple[str | tuple[str, ...], int | None, str | None]] = {
     "missing_name.yaml": ("required field is missing", None, "name"),
     "bad_place_id.yaml": ("should match pattern", 9, "town.places[1].id"),
     "duplicate_topic.yaml": ("duplicate topic id 'party'", 17, "topics[1].id"),
+    "fact_unknown.yaml": ("unknown fact 'rumour'", 16, "events[0].fact"),
+    "fact_bad_date.yaml": ("a date detail's value is 'YYYY-MM-DD', not 'Feb 14'", 19, "facts[0].details[0]"),
+    "fact_unknown_place.yaml": ("unknown place 'moon'", 19, "facts[0].details[0].value"),
+    "probe_unknown_fact.yaml": ("unknown fact 'parti'", 18, "probes[0].fact"),
     # impossible clocks
     "clock_zero_duration.yaml": ("greater than 0", 6, "clock.duration_hours"),
     "clock_feb30.yaml": ("day value is outside expected range", 4, "clock.start"),
@@ -296,7 +305,8 @@ def test_binary_corpus_files_are_really_binary() -> None:
 @pytest.mark.parametrize("name", sorted(BAD_CASES))
 def test_bad_file_gives_one_problem_per_mistake(name: str) -> None:
     """Each corpus file holds one mistake, so it must produce exactly one message (no cascades)."""
-    several = {"bad_place_id.yaml": 2}  # one bad id, used in two places
+    several = {"bad_place_id.yaml": 2,  # one bad id, used in two places
+               "fact_unknown_place.yaml": 2}  # an unknown place and an unknown persona
     exc = _raise_input_error(BAD / name)
     assert len(exc.problems) == several.get(name, 1), str(exc)
     assert "Traceback" not in str(exc)

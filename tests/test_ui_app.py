@@ -11,7 +11,12 @@ import urllib.request
 import pytest
 from typer.testing import CliRunner
 from ui_support import app, array, build_run, figures, open_page, text_of
-from ui_support import finished_run_fixture, newer_run_fixture, older_run_fixture  # noqa: F401  (registers them)
+from ui_support import (  # noqa: F401  (registers them)
+    cascade_run_fixture,
+    finished_run_fixture,
+    newer_run_fixture,
+    older_run_fixture,
+)
 
 from ui import queries as q
 from ui.db import RunDB, RunUnreadable
@@ -154,7 +159,7 @@ def test_conversations_shows_transcripts_and_filters(monkeypatch, finished_run):
 
 # ---------------------------------------------------------------------- Metrics
 
-def test_metrics_shows_llm_cost_awareness_graph_and_probes(monkeypatch, older_run):
+def test_metrics_shows_llm_cost_graph_and_probes_of_a_run_without_provenance(monkeypatch, older_run):
     finished_run = older_run  # the foundation's layout: the graph falls back to who talked with whom
     at = open_page(app(monkeypatch, finished_run), "metrics")
     metric = {m.label: m.value for m in at.metric}
@@ -162,16 +167,148 @@ def test_metrics_shows_llm_cost_awareness_graph_and_probes(monkeypatch, older_ru
     assert metric["LLM calls"] == f"{calls['n']:,}" and metric["tokens"] == f"{calls['t']:,}"
     assert metric["parse failures"] == "0" and metric["cache hits"] == "0"
     shown = text_of(at)
-
-    from simulation.report import summarize  # the CLI summary: the viewer must agree with it
-
-    summary = summarize(finished_run / "run.db")
-    for topic, aware in summary.awareness.items():
-        assert f"{topic}**: {len(aware)}/8 aware" in shown
+    assert "records no provenance" in shown, "an old run gets a note instead of the spread of facts"
     titles = [f["layout"].get("title", {}).get("text", "") for f in figures(at)]
+    assert not any(t.startswith("Fact ") for t in titles) and "Probe answers about each fact, by verdict" not in titles
     assert any("density" in t for t in titles) and any("talked with whom" in t for t in titles)
     assert "I heard there is a party at Hobbs Cafe." in shown
-    assert "Rewards" not in [s.value for s in at.subheader], "no rewards section without a rewards table"
+    assert "verdict" not in at.dataframe[-1].value.columns, "no verdicts before probes were scored"
+    subheaders = [s.value for s in at.subheader]
+    assert "Behaviour" in subheaders and "Computed now from run.db" in shown, "no behaviour table: computed live"
+    assert "Rewards" not in subheaders, "no rewards section without a rewards table"
+
+
+def _titled(at):
+    return {f["layout"].get("title", {}).get("text", ""): f for f in figures(at)}
+
+
+def _trace(fig, name):
+    return next(t for t in fig["data"] if t.get("name") == name)
+
+
+def test_metrics_shows_the_spread_of_each_fact_and_the_behaviour(monkeypatch, finished_run):
+    from simulation.rundb import behaviour, facts
+    from simulation.rundb.connect import connect_ro
+
+    con = connect_ro(finished_run / "run.db")
+    run_id = con.execute("select run_id from runs").fetchone()[0]
+    declared, spread, learned = facts.facts(con, run_id), facts.spread(con, run_id), facts.first_aware(con, run_id)
+    stored, verdicts = behaviour.stored(con, run_id), facts.probe_verdicts(con, run_id)
+    con.close()
+    assert list(declared) == ["party", "market"] and learned["party"], "the flagship traces its facts"
+    assert stored and verdicts["party"], "a finished run stores its behaviour and scores its probe answers"
+
+    at = open_page(app(monkeypatch, finished_run), "metrics")
+    shown = text_of(at)
+    subheaders = [s.value for s in at.subheader]
+    assert subheaders.index("Spread of the scenario's facts") < subheaders.index("Behaviour")
+    assert "Awareness of the scenario's topics" not in subheaders and "keywords" not in shown
+    assert [m.value for m in at.metric if m.label == "aware"] == [f"{spread[f].aware}/8" for f in declared]
+    assert [m.value for m in at.metric if m.label == "told"] == [str(spread[f].told) for f in declared]
+    by_title = _titled(at)
+    for fact_id in declared:
+        assert f"**{fact_id}**: " in shown and declared[fact_id].text.split(",")[0] in shown
+        curve = by_title[f"Fact “{fact_id}”: people aware over time"]
+        assert array(curve["data"][0]["y"])[-1] == len(learned[fact_id]), "the curve ends at everyone aware"
+        cascade = by_title[f"Fact “{fact_id}”: who told whom (each person at their home)"]
+        drawn = {a for t in cascade["data"] if t.get("name") in ("first to know (a root)", "told by someone",
+                                                                  "not aware") for a in t["customdata"]}
+        assert len(drawn) == 8, "everyone is on the cascade's map"
+        assert "Hobbs Cafe" in _trace(cascade, "places")["text"], "the town is drawn behind it"
+    party = next(d.value for d in at.dataframe if "via" in d.value.columns)
+    first = learned["party"][0]
+    assert list(party.columns) == ["person", "when", "tick", "via", "from", "depth", "teller aware", "kept", "lost",
+                                   "changed", "memory"]
+    assert list(party["person"]) == [i.name for i in learned["party"]]
+    assert (party.iloc[0]["person"], party.iloc[0]["via"]) == ("Isabella Rodriguez", "whispered") == (first.name,
+                                                                                                      first.source)
+    assert party.iloc[0]["kept"] == "place, day, time", "the details in the fact's order"
+
+    assert "Stored when the run finished" in shown
+    for title in ("Talk", "Plans", "LLM", "Facts", "Probes", "Relationships"):
+        assert f"**{title}**" in shown
+    tables = [d.value for d in at.dataframe]
+    talk = next(t for t in tables if list(t.columns) == ["metric", "value"] and "echo_share" in set(t["metric"]))
+    value = stored["talk.conversations"]
+    assert talk.set_index("metric").loc["conversations", "value"] == f"{value:.3f}".rstrip("0").rstrip(".")
+    fact_rows = next(t for t in tables if "cascade_depth" in t.columns)
+    assert list(fact_rows["fact"]) == sorted({k.split(".")[1] for k in stored if k.startswith("facts.")})
+    verdict_chart = by_title["Probe answers about each fact, by verdict"]
+    assert {t["name"]: sum(array(t["x"])) for t in verdict_chart["data"]} == dict(verdicts["party"])
+    answers = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    assert set(answers["verdict"].dropna()) == set(verdicts["party"])
+
+
+def test_metrics_draws_a_cascade_over_the_town(monkeypatch, cascade_run):
+    from ui_support import CASCADE
+
+    at = open_page(app(monkeypatch, cascade_run), "metrics")
+    cascade = _titled(at)["Fact “party”: who told whom (each person at their home)"]
+    assert set(_trace(cascade, "first to know (a root)")["customdata"]) == {"isabella_rodriguez", "samira_haddad"}
+    assert set(_trace(cascade, "told by someone")["customdata"]) == {"walter_hughes", "grace_okafor", "daniel_okafor"}
+    assert set(_trace(cascade, "not aware")["customdata"]) == {"theo_lindqvist", "fiona_brennan", "margaret_ashby"}
+    assert list(_trace(cascade, "told it before knowing it")["customdata"]) == ["theo_lindqvist"]
+
+    homes = {r["agent_id"]: (r["x"], r["y"]) for r in rows(
+        cascade_run, "select a.agent_id, p.x, p.y from agents a join places p on p.place_id = a.home")}
+    at_home = {}
+    for t in cascade["data"]:
+        if t.get("name") in ("first to know (a root)", "told by someone", "not aware"):
+            at_home.update({a: (x, y) for a, x, y in zip(t["customdata"], array(t["x"]), array(t["y"]), strict=True)})
+    for agent, (x, y) in homes.items():
+        assert abs(at_home[agent][0] - x) <= 5 and abs(at_home[agent][1] - y) <= 5, f"{agent} is drawn at home"
+    assert at_home["grace_okafor"] != at_home["daniel_okafor"], "people of one home side by side"
+
+    def segments(name):
+        t = _trace(cascade, name)
+        xs, ys = array(t["x"]), array(t["y"])
+        return {(xs[i], ys[i], xs[i + 1], ys[i + 1]) for i in range(0, len(xs), 3)}
+
+    def edge(a, b):
+        return (*at_home[a], *at_home[b])
+
+    assert segments("told") == {edge("isabella_rodriguez", "walter_hughes"), edge("walter_hughes", "grace_okafor")}
+    assert _trace(cascade, "told, teller not aware")["line"]["dash"] == "dash"
+    assert segments("told, teller not aware") == {edge("theo_lindqvist", "daniel_okafor")}
+    arrows = [(a["ax"], a["ay"], a["x"], a["y"]) for a in cascade["layout"]["annotations"] if a.get("showarrow")]
+    assert set(arrows) == {edge("isabella_rodriguez", "walter_hughes"), edge("walter_hughes", "grace_okafor"),
+                           edge("theo_lindqvist", "daniel_okafor")}, "an arrow from each teller to their listener"
+    assert sorted(_trace(cascade, "told: when")["text"]) == ["Mon 07:30", "Mon 08:00"]
+    assert list(_trace(cascade, "told, teller not aware: when")["text"]) == ["Mon 08:20"]
+    market = _titled(at)["Fact “market”: who told whom (each person at their home)"]
+    assert len(_trace(market, "not aware")["customdata"]) == 8 and "Nobody is aware of it yet." in text_of(at)
+
+    table = next(d.value for d in at.dataframe if "via" in d.value.columns).set_index("person")
+    aware = [a for a, _, source, _, _ in CASCADE if source != "planned"]
+    assert len(table) == len(aware)
+    grace = table.loc["Grace Okafor"]
+    assert (grace["via"], grace["from"], grace["depth"]) == ("recapped", "Walter Hughes", 2)
+    assert grace["teller aware"] == "yes"
+    assert (grace["kept"], grace["lost"], grace["changed"]) == ("day", "time", "place")
+    assert (table.loc["Daniel Okafor", "teller aware"], table.loc["Daniel Okafor", "depth"]) == ("no", 1)
+    assert table.loc["Samira Haddad", "via"] == "perceived" and table.loc["Samira Haddad", "teller aware"] == ""
+    metric = [(m.label, m.value) for m in at.metric][6:14]  # after the LLM totals: the party's spread
+    assert dict(metric) == {"aware": "5/8", "told": "3", "roots": "2", "depth": "2", "distortion": "33%",
+                            "retention": "44%", "invented": "1", "from unaware": "1"}
+    curve = _titled(at)["Fact “party”: people aware over time"]
+    assert array(curve["data"][0]["y"])[-1] == 5
+    assert "Computed now from run.db" in text_of(at), "no stored behaviour rows: computed from the provenance"
+    facts_table = next(d.value for d in at.dataframe if "cascade_depth" in d.value.columns).set_index("fact")
+    assert facts_table.loc["party", "told"] == "3" and facts_table.loc["party", "cascade_depth"] == "2"
+
+
+def test_metrics_of_a_run_without_facts_shows_a_note(monkeypatch, tmp_path, finished_run):
+    from ui_support import copy_run
+
+    run_dir = copy_run(finished_run, tmp_path / "runs" / finished_run.name)
+    con = sqlite3.connect(run_dir / "run.db")
+    with con:
+        con.execute("update resume_state set scenario = json_remove(scenario, '$.scenario.facts')")
+    con.close()
+    at = open_page(app(monkeypatch, run_dir), "metrics")
+    assert any("declares no facts" in i.value for i in at.info)
+    assert not any(t.startswith("Fact ") for t in _titled(at))
+    assert "Behaviour" in [s.value for s in at.subheader]
 
 
 def test_metrics_shows_relationship_density_rewards_and_evaluations(monkeypatch, newer_run):
@@ -245,8 +382,20 @@ def test_runs_lists_runs_side_by_side_and_names_a_broken_one(monkeypatch, finish
     ours = table.iloc[0]
     calls = rows(finished_run, "select count(*) n from llm_calls")[0]["n"]
     assert ours["LLM calls"] == calls and ours["ticks"] == "12/12" and ours["seed"] == 7
-    assert ours["outcomes"].startswith("party: ")
+    from simulation.rundb.connect import connect_ro
+    from simulation.rundb.facts import spread
+
+    con = connect_ro(finished_run / "run.db")
+    party = spread(con, con.execute("select run_id from runs").fetchone()[0])["party"]
+    con.close()
+    assert ours["outcomes"].startswith(f"party: {party.aware}/8 aware, {party.told} told; market: ")
     assert "not a readable SQLite database" in table.iloc[2]["problem"]
+
+
+def test_runs_summary_of_a_run_without_provenance_claims_no_awareness(older_run):
+    with RunDB(older_run) as db:
+        row = q.summary(db)
+    assert row["outcomes"] == "-" and row["aware"] == {}, "no fact_memories: nobody is counted (not 0 aware)"
 
 
 # ---------------------------------------------------------------------- unreadable runs
@@ -438,7 +587,10 @@ def test_importing_the_viewer_loads_no_engine_module():
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    assert loaded and all(m.startswith("simulation.rundb") for m in loaded), loaded
+    # rundb.facts reads the provenance rules (simulation/provenance/rules.py: constants, standard
+    # library only, written to be shared with the readers of run.db; the package's __init__ is a docstring)
+    shared = ("simulation.rundb", "simulation.provenance.rules")
+    assert loaded and all(m.startswith(shared) or m == "simulation.provenance" for m in loaded), loaded
 
 
 # ---------------------------------------------------------------------- helpers

@@ -1,7 +1,7 @@
 """Fixtures and helpers for the viewer's tests: real runs (scripted backend) and AppTest pages.
 
 Import the ``*_fixture`` functions into a test module; pytest then finds the fixtures
-there under their names (``finished_run``, ``older_run``, ``newer_run``).
+there under their names (``finished_run``, ``older_run``, ``newer_run``, ``cascade_run``).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def build_run(loaded: Any, out: Path, ticks: int = TICKS, finish: bool = True, p
     if finish:
         if probes:
             run.model.ask_probes()
+        run.store.replace_behaviour(run.behaviour())  # as a finished run keeps them (Simulation.run)
         run.close("finished")
     return run
 
@@ -54,22 +55,32 @@ def copy_run(source: Path, target: Path) -> Path:
     return target
 
 
-LATER_TABLES = ("retrievals", "relationships", "schedules", "embeddings", "rewards", "evaluations")
+LATER_TABLES = ("retrievals", "relationships", "schedules", "embeddings", "rewards", "evaluations", "fact_memories",
+                "behaviour")
+LATER_COLUMNS = {
+    "memories": ("last_accessed", "depth", "source", "from_agent", "utterance_id", "event_id", "conversation_id"),
+    "probes": ("fact_id", "aware", "verdict", "details"),
+}
 
 
 @pytest.fixture(scope="session", name="older_run")
 def older_run_fixture(tmp_path_factory: pytest.TempPathFactory, finished_run: Path) -> Path:
-    """A copy of ``finished_run`` as the foundation recorded it: without the tables and memory
-    columns later issues add (the viewer must leave those sections out)."""
+    """A copy of ``finished_run`` as the foundation recorded it: without the tables and memory and
+    probe columns later issues add, provenance included (the viewer must leave those sections
+    out)."""
     target = copy_run(finished_run, tmp_path_factory.mktemp("ui-older") / "runs" / (finished_run.name + "-older"))
     con = sqlite3.connect(target / "run.db")
     with con:
         for table in LATER_TABLES:
             con.execute(f"drop table if exists [{table}]")
-        columns = {r[1] for r in con.execute("pragma table_info(memories)")}
-        for column in ("last_accessed", "depth"):
-            if column in columns:
-                con.execute(f"alter table memories drop column [{column}]")
+        for table, later in LATER_COLUMNS.items():
+            for index, in con.execute("select name from sqlite_master where type = 'index' and tbl_name = ? "
+                                      "and sql is not null", (table,)).fetchall():
+                con.execute(f"drop index [{index}]")  # an index on a later column would block dropping it
+            columns = {r[1] for r in con.execute(f"pragma table_info({table})")}
+            for column in later:
+                if column in columns:
+                    con.execute(f"alter table {table} drop column [{column}]")
         con.execute("delete from memories where kind = 'reflection'")
     con.close()
     return target
@@ -139,6 +150,44 @@ def add_newer_tables(path: Path) -> None:
                             (3, run_id, "walter_hughes", "consistency", 0.625, "2026-01-02T00:00:00"),
                         ])
     con.close()
+
+
+CASCADE = [
+    # (agent, tick, source, from_agent, details): how each learned "party" (see cascade_run)
+    ("isabella_rodriguez", 0, "whispered", None, {"place": "kept", "day": "kept", "time": "kept"}),
+    ("theo_lindqvist", 2, "planned", None, {"place": "kept", "day": "lost", "time": "lost"}),
+    ("walter_hughes", 3, "heard", "isabella_rodriguez", {"place": "kept", "day": "kept", "time": "lost"}),
+    ("grace_okafor", 6, "recapped", "walter_hughes", {"place": "changed", "day": "kept", "time": "lost"}),
+    ("daniel_okafor", 8, "heard", "theo_lindqvist", {"place": "kept", "day": "lost", "time": "lost"}),
+    ("samira_haddad", 9, "perceived", "isabella_rodriguez", {"place": "kept", "day": "lost", "time": "lost"}),
+]
+"""Isabella is whispered the party (a root) and tells Walter, who tells Grace (depth 2, changing
+the place); Theo makes a party up in his plan (invented; never aware) and tells Daniel (a teller
+who was not aware); Samira sees Isabella (a root). Fiona and Margaret never hear of it."""
+
+
+@pytest.fixture(scope="session", name="cascade_run")
+def cascade_run_fixture(tmp_path_factory: pytest.TempPathFactory, finished_run: Path) -> Path:
+    """A copy of ``finished_run`` whose ``fact_memories`` hold exactly ``CASCADE`` for the fact
+    ``party`` (nothing for ``market``), and no stored behaviour (the page computes it)."""
+    target = copy_run(finished_run, tmp_path_factory.mktemp("ui-cascade") / "runs" / (finished_run.name + "-cascade"))
+    con = sqlite3.connect(target / "run.db")
+    with con:
+        run_id = con.execute("select run_id from runs").fetchone()[0]
+        con.execute("delete from fact_memories")
+        con.execute("delete from behaviour")
+        times = dict(con.execute("select tick, sim_time from ticks"))
+        for n, (agent, tick, source, teller, details) in enumerate(CASCADE, start=1):
+            memory = con.execute("select min(id) from memories where agent_id = ?", (agent,)).fetchone()[0]
+            statuses = list(details.values())
+            con.execute("insert into fact_memories (id, run_id, tick, sim_time, memory_id, agent_id, fact_id, source, "
+                        "from_agent, declared, similarity, details, kept, lost, changed) "
+                        "values (?, ?, ?, ?, ?, ?, 'party', ?, ?, ?, 0.8, ?, ?, ?, ?)",
+                        (n, run_id, tick, times[tick], memory, agent, source, teller, int(source == "whispered"),
+                         json.dumps(details), statuses.count("kept"), statuses.count("lost"),
+                         statuses.count("changed")))
+    con.close()
+    return target
 
 
 def app(monkeypatch: pytest.MonkeyPatch, *named: Path, runs_dir: Path | None = None) -> Any:

@@ -179,23 +179,182 @@ def calls_by_purpose(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def awareness(aware: pd.DataFrame, ticks: pd.DataFrame, n_agents: int, topic: str) -> go.Figure:
-    """How many people know about ``topic`` over game time (a step line), with who and when."""
-    rows = aware[aware["topic"] == topic]
-    x = _times(ticks)
-    counts = [int((rows["tick"] <= t).sum()) for t in ticks["tick"]]
-    fig = go.Figure(go.Scatter(x=x, y=counts, mode="lines", line={"shape": "hv", "width": 3, "color": "#d6336c"},
-                               name="aware", hovertemplate="%{x|%a %H:%M}: %{y} aware<extra></extra>"))
-    if len(rows):
+def _clock(sim_time: Any) -> str:
+    """'2023-02-13 07:20' -> 'Mon 07:20'."""
+    moment = pd.to_datetime(sim_time, errors="coerce")
+    return "" if pd.isna(moment) else moment.strftime("%a %H:%M")
+
+
+def fact_awareness(curve: pd.DataFrame, learned: pd.DataFrame, n_people: int, fact_id: str) -> go.Figure:
+    """How many people are aware of a fact over game time (``queries.fact_curves``, a step line),
+    with each person marked where they learned it (``queries.fact_learned``)."""
+    x = _times(curve)
+    fig = go.Figure(go.Scatter(x=x, y=curve["aware"], mode="lines", name="aware",
+                               line={"shape": "hv", "width": 3, "color": "#d6336c"}, customdata=curve["tick"],
+                               hovertemplate="%{x|%a %H:%M} (tick %{customdata}): %{y} aware<extra></extra>"))
+    if len(learned) and len(curve):
+        by_tick = dict(zip(curve["tick"], curve["aware"], strict=True))
         fig.add_trace(go.Scatter(
-            x=pd.to_datetime(rows["sim_time"]), y=[counts[min(int(t), len(counts) - 1)] if counts else 0
-                                                   for t in rows["tick"]],
-            mode="markers+text", text=[first_name(n) for n in rows["name"]], textposition="top left",
-            marker={"size": 9, "color": "#d6336c"}, name="learns",
-            hovertemplate="%{text} at %{x|%a %H:%M}<extra></extra>"))
-    fig.update_layout(title=f"Topic “{topic}”: people aware over time", height=320, showlegend=False,
-                      yaxis={"range": [0, max(n_agents, 1) + 0.5], "dtick": 1, "title": "people"},
+            x=pd.to_datetime(learned["sim_time"], errors="coerce"),
+            y=[by_tick.get(int(t), 0) for t in learned["tick"]],
+            mode="markers+text", text=[first_name(n) for n in learned["name"]], textposition="top left",
+            marker={"size": 9, "color": "#d6336c"}, name="learns", customdata=learned["source"],
+            hovertemplate="%{text} at %{x|%a %H:%M} (%{customdata})<extra></extra>"))
+    fig.update_layout(title=f"Fact “{fact_id}”: people aware over time", height=300, showlegend=False,
+                      yaxis={"range": [0, max(n_people, 1) + 0.5], "dtick": 1, "title": "people"},
                       margin={"t": 40, "b": 10})
+    return fig
+
+
+CASCADE_TRACES = {
+    "root": "first to know (a root)", "told": "told by someone", "unaware": "not aware",
+    "unaware_teller": "told it before knowing it", "tellings": "told", "tellings_unaware": "told, teller not aware",
+}
+"""Trace names of ``fact_cascade`` (its legend)."""
+
+
+def cascade_positions(places: pd.DataFrame, homes: dict[str, str | None]) -> dict[str, tuple[float, float]]:
+    """Each person just below their home on the town map; people sharing a home side by side,
+    people without a known home in a row under the map."""
+    at = {r.place_id: (float(r.x), float(r.y)) for r in places.itertuples()
+          if not (pd.isna(r.x) or pd.isna(r.y))}
+    residents: dict[str, list[str]] = {}
+    homeless: list[str] = []
+    for agent_id in sorted(homes):
+        home = homes[agent_id]
+        if home in at:
+            residents.setdefault(home, []).append(agent_id)
+        else:
+            homeless.append(agent_id)
+    out: dict[str, tuple[float, float]] = {}
+    for home, people in residents.items():
+        x, y = at[home]
+        for i, agent_id in enumerate(people):
+            out[agent_id] = (x + (i - (len(people) - 1) / 2) * 7.0, y + 3.5)
+    x0 = min((p[0] for p in at.values()), default=0.0)
+    y_max = max((p[1] for p in at.values()), default=0.0)
+    for i, agent_id in enumerate(homeless):
+        out[agent_id] = (x0 + 10.0 * i, y_max + 12.0)
+    return out
+
+
+def fact_cascade(places: pd.DataFrame, homes: dict[str, str | None], names: dict[str, str], learned: pd.DataFrame,
+                 fact_id: str, height: int = 560) -> go.Figure:
+    """A fact's cascade over the town: every person at their home (the town's places faint
+    behind), an arrow from teller to listener for each person told it (``learned.parent``),
+    labelled with the game time; roots (learned it from the scenario or by seeing someone) as
+    stars, people told as dots, people not aware grey, and a teller who was not aware when they
+    told it (made it up) ringed, with a dashed arrow."""
+    pos = cascade_positions(places, {a: homes.get(a) for a in names})
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=places["x"], y=places["y"], mode="markers+text", name="places", showlegend=False, opacity=0.35,
+        marker={"symbol": "square", "size": 16, "line": {"width": 1, "color": "#adb5bd"},
+                "color": [KIND_COLORS.get(k, "#dee2e6") for k in places["kind"]]},
+        text=list(places["name"]), textposition="top center", textfont={"size": 10, "color": "#868e96"},
+        hoverinfo="skip"))
+    rows = {r.agent_id: r for r in learned.itertuples()}
+    tellings = [r for r in learned.itertuples() if isinstance(r.parent, str) and r.parent in pos and r.agent_id in pos]
+    for unaware_teller, color, dash in ((False, "#d6336c", "solid"), (True, "#e8590c", "dash")):
+        group = [r for r in tellings if bool(r.teller_aware) != unaware_teller]
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for r in group:
+            (x1, y1), (x2, y2) = pos[r.parent], pos[r.agent_id]
+            xs += [x1, x2, None]
+            ys += [y1, y2, None]
+            fig.add_annotation(x=x2, y=y2, ax=x1, ay=y1, xref="x", yref="y", axref="x", ayref="y", text="",
+                               showarrow=True, arrowhead=3, arrowsize=1.4, arrowwidth=2, arrowcolor=color,
+                               standoff=9, startstandoff=9)
+        if not group:
+            continue
+        name = CASCADE_TRACES["tellings_unaware" if unaware_teller else "tellings"]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, line={"color": color, "width": 2, "dash": dash},
+                                 hoverinfo="skip", showlegend=True))
+        fig.add_trace(go.Scatter(
+            x=[(pos[r.parent][0] + pos[r.agent_id][0]) / 2 for r in group],
+            y=[(pos[r.parent][1] + pos[r.agent_id][1]) / 2 for r in group],
+            mode="text", name=f"{name}: when", showlegend=False, text=[_clock(r.sim_time) for r in group],
+            textfont={"size": 10, "color": color},
+            customdata=[(names.get(r.parent, r.parent), r.name, r.source, int(r.depth)) for r in group],
+            hovertemplate="%{customdata[0]} → %{customdata[1]} at %{text} (%{customdata[2]}, depth %{customdata[3]})"
+                          "<extra></extra>"))
+    tellers_unaware = sorted({r.parent for r in tellings if not bool(r.teller_aware)})
+
+    def hover(agent_id: str) -> str:
+        r = rows.get(agent_id)
+        if r is None:
+            return f"<b>{names[agent_id]}</b><br>not aware"
+        how = f"{r.source} at {_clock(r.sim_time)}"
+        if isinstance(r.parent, str):
+            how += f" from {names.get(r.parent, r.parent)}, depth {int(r.depth)}"
+        elif isinstance(r.from_agent, str):
+            how += f" (saw {names.get(r.from_agent, r.from_agent)})"
+        return f"<b>{names[agent_id]}</b><br>{how}"
+
+    kinds = {
+        "root": [a for a in names if a in rows and not isinstance(rows[a].parent, str)],
+        "told": [a for a in names if a in rows and isinstance(rows[a].parent, str)],
+        "unaware": [a for a in names if a not in rows],
+    }
+    style = {
+        "root": {"symbol": "star", "size": 22, "color": "#f59f00", "line": {"width": 1.5, "color": "#862e9c"}},
+        "told": {"symbol": "circle", "size": 15, "color": "#d6336c", "line": {"width": 1, "color": "white"}},
+        "unaware": {"symbol": "circle", "size": 13, "color": "#ced4da", "line": {"width": 1, "color": "#adb5bd"}},
+    }
+    for kind, ids in kinds.items():
+        ids = [a for a in ids if a in pos]
+        if not ids:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[pos[a][0] for a in ids], y=[pos[a][1] for a in ids], mode="markers+text", name=CASCADE_TRACES[kind],
+            marker=style[kind], text=[first_name(names[a]) for a in ids], textposition="bottom center",
+            textfont={"size": 11, "color": "#212529" if kind != "unaware" else "#868e96"},
+            customdata=ids, hovertext=[hover(a) for a in ids], hoverinfo="text"))
+    ringed = [a for a in tellers_unaware if a in pos]
+    if ringed:
+        fig.add_trace(go.Scatter(
+            x=[pos[a][0] for a in ringed], y=[pos[a][1] for a in ringed], mode="markers",
+            name=CASCADE_TRACES["unaware_teller"], customdata=ringed,
+            marker={"symbol": "diamond-open", "size": 26, "color": "#e8590c", "line": {"width": 2.5}},
+            hovertext=[f"<b>{names[a]}</b> told it before being aware of it" for a in ringed], hoverinfo="text"))
+    xs_all = [p[0] for p in pos.values()] + [float(v) for v in places["x"].dropna()]
+    ys_all = [p[1] for p in pos.values()] + [float(v) for v in places["y"].dropna()]
+    x_lo, x_hi = (min(xs_all), max(xs_all)) if xs_all else (0.0, 100.0)
+    y_lo, y_hi = (min(ys_all), max(ys_all)) if ys_all else (0.0, 100.0)
+    fig.update_layout(
+        title=f"Fact “{fact_id}”: who told whom (each person at their home)", height=height,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend={"orientation": "h", "y": -0.02},
+        xaxis={"visible": False, "range": [x_lo - 8, x_hi + 8]},
+        yaxis={"visible": False, "range": [y_hi + 8, y_lo - 8], "scaleanchor": "x", "scaleratio": 1},
+        plot_bgcolor="#fbfbf8", hoverlabel={"align": "left"})
+    return fig
+
+
+VERDICT_COLORS = {
+    "right": "#2b8a3e", "partial": "#8ce99a", "wrong": "#e03131", "missed": "#adb5bd",
+    "honest": "#4dabf7", "invented": "#f08c00",
+}
+"""Probe verdicts (``probes.verdict``), in the order they stack: first for people aware of the
+fact, then for people not aware of it."""
+
+
+def probe_verdicts(frame: pd.DataFrame) -> go.Figure:
+    """Probe answers about each fact by verdict (``queries.probe_verdicts``), stacked per fact."""
+    fig = go.Figure()
+    verdicts = list(VERDICT_COLORS) + sorted(set(frame["verdict"]) - set(VERDICT_COLORS))
+    facts = sorted(set(frame["fact"]))
+    for verdict in verdicts:
+        rows = frame[frame["verdict"] == verdict]
+        if rows.empty:
+            continue
+        counts = dict(zip(rows["fact"], rows["answers"], strict=True))
+        fig.add_trace(go.Bar(y=facts, x=[int(counts.get(f, 0)) for f in facts], name=verdict, orientation="h",
+                             marker_color=VERDICT_COLORS.get(verdict, "#868e96"),
+                             hovertemplate=f"%{{y}}: %{{x}} answer(s) {verdict}<extra></extra>"))
+    fig.update_layout(title="Probe answers about each fact, by verdict", barmode="stack",
+                      height=140 + 40 * max(len(facts), 1), margin={"t": 40, "b": 10},
+                      xaxis={"title": "answers", "dtick": 1}, legend={"orientation": "h", "y": -0.3})
     return fig
 
 
@@ -328,12 +487,12 @@ def sentiments(frame: pd.DataFrame, names: dict[str, str]) -> go.Figure:
 # ---------------------------------------------------------------------- runs
 
 def runs_compare(frame: pd.DataFrame) -> go.Figure:
-    """LLM calls and aware people per run, side by side."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("LLM calls", "people aware of each topic"))
+    """LLM calls and people aware of each of the scenario's facts per run, side by side."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("LLM calls", "people aware of each fact"))
     fig.add_trace(go.Bar(x=frame["run"], y=frame["LLM calls"], marker_color="#1c7ed6", showlegend=False), row=1, col=1)
-    topics = sorted({t for aware in frame["aware"] for t in aware})
-    for topic in topics:
-        fig.add_trace(go.Bar(x=frame["run"], y=[aware.get(topic, 0) for aware in frame["aware"]], name=topic),
+    facts = sorted({f for aware in frame["aware"] for f in aware})
+    for fact in facts:
+        fig.add_trace(go.Bar(x=frame["run"], y=[aware.get(fact, 0) for aware in frame["aware"]], name=fact),
                       row=1, col=2)
     fig.update_layout(height=340, barmode="group", margin={"t": 40, "b": 10})
     return fig

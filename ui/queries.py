@@ -1,9 +1,10 @@
 """What the pages show, as SQL over one run.db: plain functions of a ``RunDB``, no Streamlit.
 
 Kept apart from the pages so tests can check the numbers without a browser. The numbers the
-viewer shares with the CLI summary (awareness of a topic, who-knows-whom density, LLM totals,
-counts) are not defined here: they come from ``simulation.rundb.metrics``, the one place they
-are written, and are only shaped into frames for the charts here.
+viewer shares with the CLI summary (who-knows-whom density, LLM totals, counts; how each fact
+spread; the behaviour metrics) are not defined here: they come from ``simulation.rundb``
+(``metrics``, ``facts``, ``behaviour``), the one place each is written, and are only shaped
+into frames for the charts here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from simulation.rundb import behaviour as behaviour_reader
+from simulation.rundb import facts as fact_reader
 from simulation.rundb import metrics
 from ui.db import RunDB
 
@@ -273,21 +276,122 @@ def llm_totals(db: RunDB) -> dict[str, Any]:
     return {**asdict(totals), "tokens": totals.tokens, "mean_latency_s": totals.mean_latency_s}
 
 
+# ---------------------------------------------------------------------- facts (provenance)
+
+def traced(db: RunDB) -> bool:
+    """Whether the run records provenance (``fact_memories``; run.db schema 4 and later)."""
+    return fact_reader.traced(db.con)
+
+
+def facts(db: RunDB) -> dict[str, fact_reader.FactInfo]:
+    """fact id -> the fact as the run was started (the scenario's ``facts:``)."""
+    return fact_reader.facts(db.con, db.run_id)
+
+
+def homes(db: RunDB) -> dict[str, str | None]:
+    """agent id -> the place id of their home."""
+    return {r["agent_id"]: r["home"] for r in db.rows("select agent_id, home from agents where run_id = ? "
+                                                        "order by agent_id", (db.run_id,))}
+
+
+LEARNED_COLUMNS = ["agent_id", "name", "tick", "sim_time", "source", "from_agent", "from_name", "parent", "depth",
+                   "teller_aware", "kept", "lost", "changed", "memory_id", "conversation_id"]
+
+
+def fact_learned(db: RunDB) -> dict[str, pd.DataFrame]:
+    """fact id -> how each aware person first learned it (``rundb.facts.first_aware``), earliest
+    first: when, via which source, from whom, their cascade parent and depth, whether the teller
+    was aware, and the fact's details they kept, lost and changed (detail names, comma-separated,
+    in the fact's order)."""
+    info = facts(db)
+    who = names(db)
+    out = {}
+    for fact_id, items in fact_reader.first_aware(db.con, db.run_id).items():
+        order = [str(d.get("name")) for d in (info[fact_id].details if fact_id in info else [])]
+
+        def named(details: dict[str, str], status: str, order: list[str] = order) -> str:
+            found = [k for k, v in details.items() if v == status]
+            return ", ".join(sorted(found, key=lambda k: (order.index(k) if k in order else len(order), k)))
+
+        out[fact_id] = pd.DataFrame([{
+            "agent_id": i.agent_id, "name": i.name, "tick": i.tick, "sim_time": i.sim_time, "source": i.source,
+            "from_agent": i.from_agent, "from_name": who.get(i.from_agent, i.from_agent) if i.from_agent else None,
+            "parent": i.parent, "depth": i.depth, "teller_aware": i.teller_aware,
+            "kept": named(i.details, "kept"), "lost": named(i.details, "lost"), "changed": named(i.details, "changed"),
+            "memory_id": i.memory_id, "conversation_id": i.conversation_id,
+        } for i in items], columns=LEARNED_COLUMNS)
+    return out
+
+
+def fact_curves(db: RunDB) -> dict[str, pd.DataFrame]:
+    """fact id -> people aware by the end of each tick (``rundb.facts.awareness_curve``)."""
+    return {fact_id: pd.DataFrame(curve, columns=["tick", "sim_time", "aware"])
+            for fact_id, curve in fact_reader.awareness_curve(db.con, db.run_id).items()}
+
+
+def fact_spread(db: RunDB) -> dict[str, fact_reader.Spread]:
+    """fact id -> its spread over the run so far (``rundb.facts.spread``)."""
+    return fact_reader.spread(db.con, db.run_id)
+
+
+def probe_verdicts(db: RunDB) -> pd.DataFrame:
+    """Probe answers about a fact, counted per fact and verdict (``rundb.facts.probe_verdicts``)."""
+    return pd.DataFrame([{"fact": f, "verdict": v, "answers": n}
+                         for f, counts in sorted(fact_reader.probe_verdicts(db.con, db.run_id).items())
+                         for v, n in counts.items()], columns=["fact", "verdict", "answers"])
+
+
+# ---------------------------------------------------------------------- behaviour
+
+BEHAVIOUR_GROUPS = ("talk", "plans", "llm", "facts", "probes", "relationships")
+"""The behaviour metrics' prefixes, in the order the page shows them (others follow)."""
+
+
+def behaviour(db: RunDB) -> tuple[dict[str, float | None], bool]:
+    """The run's behaviour metrics and whether they were stored: the ``behaviour`` table's rows
+    (written when the run finished) when it has any, else computed now from run.db
+    (``rundb.behaviour.behaviour``, the same definitions)."""
+    stored = behaviour_reader.stored(db.con, db.run_id)
+    if stored:
+        return stored, True
+    return behaviour_reader.behaviour(db.con, db.run_id), False
+
+
+def behaviour_version(db: RunDB) -> tuple[Any, ...]:
+    """A cache key for ``behaviour``: what its metrics depend on that changes while a run writes
+    (ticks, calls, lines, memories, probe answers, relationships) or after (stored rows)."""
+    counts = tuple(db.one(f"select count(*) from [{t}] where run_id = ?", (db.run_id,))
+                   for t in ("llm_calls", "utterances", "memories", "probes", "relationships") if db.has(t))
+    stored = (db.one("select max(computed_at) || ' ' || count(*) from behaviour where run_id = ?", (db.run_id,))
+              if db.has("behaviour", "computed_at") else None)
+    return (latest_tick(db), db.run.get("status"), stored, *counts)
+
+
+def behaviour_groups(values: dict[str, float | None]) -> dict[str, pd.DataFrame]:
+    """Metric name -> value, grouped by prefix (``BEHAVIOUR_GROUPS`` first). ``facts`` and
+    ``probes`` are one row per fact and a column per measure (``facts.party.told`` -> row
+    ``party``, column ``told``); the other groups are ``metric`` / ``value`` rows."""
+    grouped: dict[str, dict[str, float | None]] = {}
+    for name, value in sorted(values.items()):
+        group, _, rest = name.partition(".")
+        grouped.setdefault(group, {})[rest or group] = None if value is None or value != value else float(value)
+    order = [g for g in BEHAVIOUR_GROUPS if g in grouped] + sorted(set(grouped) - set(BEHAVIOUR_GROUPS))
+    out: dict[str, pd.DataFrame] = {}
+    for group in order:
+        items = grouped[group]
+        if group in ("facts", "probes"):
+            by_fact: dict[str, dict[str, float | None]] = {}
+            for rest, value in items.items():
+                fact_id, _, measure = rest.partition(".")
+                by_fact.setdefault(fact_id, {})[measure or "value"] = value
+            out[group] = pd.DataFrame([{"fact": f, **m} for f, m in by_fact.items()])
+        else:
+            out[group] = pd.DataFrame({"metric": list(items), "value": list(items.values())},
+                                      columns=["metric", "value"])
+    return out
+
+
 # ---------------------------------------------------------------------- outcomes
-
-def topics(db: RunDB) -> dict[str, list[str]]:
-    """topic id -> keywords, as the run was started (the scenario's ``topics:``)."""
-    return metrics.topics(db.con, db.run_id)
-
-
-def awareness(db: RunDB) -> pd.DataFrame:
-    """Who became aware of each topic, and when (``metrics.awareness``: the CLI summary's
-    definition), one row per person and topic, by topic, tick and agent id."""
-    out = [{"topic": topic, "agent_id": a.agent_id, "name": a.name, "tick": a.tick, "sim_time": a.sim_time}
-           for topic, aware in metrics.awareness(db.con, db.run_id).items() for a in aware]
-    frame = pd.DataFrame(out, columns=["topic", "agent_id", "name", "tick", "sim_time"])
-    return frame.sort_values(["topic", "tick", "agent_id"]).reset_index(drop=True)
-
 
 def graph_source(db: RunDB) -> str:
     """``relationships`` when the run records them, else ``conversations`` (who has talked)."""
@@ -320,9 +424,12 @@ def density(db: RunDB) -> pd.DataFrame:
 
 
 def probes(db: RunDB) -> pd.DataFrame:
+    """Every probe answer; for a question about a fact (run.db schema 4 and later) also the fact,
+    whether the person was aware of it when asked, and the answer's verdict."""
     if not db.has("probes"):
         return pd.DataFrame(columns=["question", "name", "answer", "ok"])
-    return db.frame("select p.question, a.name, p.answer, p.ok from probes p left join agents a "
+    scored = ", p.fact_id as fact, p.aware, p.verdict" if db.has("probes", "verdict") else ""
+    return db.frame(f"select p.question, a.name, p.answer, p.ok{scored} from probes p left join agents a "
                     "on a.run_id = p.run_id and a.agent_id = p.agent_id where p.run_id = ? "
                     "order by p.question, a.name", (db.run_id,))
 
@@ -391,12 +498,14 @@ def inbox(db: RunDB) -> pd.DataFrame:
 
 
 def summary(db: RunDB) -> dict[str, Any]:
-    """One run in a line: settings, size, cost and outcomes (for the Runs page)."""
+    """One run in a line: settings, size, cost and outcomes (for the Runs page): ``outcomes`` and
+    ``aware`` are the people aware of each of the scenario's facts (none for a run recorded
+    before provenance)."""
     run = db.run
     n = len(names(db))
     totals = metrics.llm_totals(db.con, db.run_id)
-    aware = metrics.awareness(db.con, db.run_id)
-    outcome = [f"{t}: {len(who)}/{n} aware" for t, who in aware.items()]
+    spread = fact_spread(db) if traced(db) else {}
+    outcome = [f"{f}: {s.aware}/{n} aware, {s.told} told" for f, s in spread.items()]
     last = db.one("select max(sim_time) from ticks where run_id = ?", (db.run_id,))
     return {
         "scenario": run.get("scenario"), "status": run.get("status"), "seed": run.get("seed"),
@@ -409,7 +518,7 @@ def summary(db: RunDB) -> dict[str, Any]:
         "conversations": metrics.count(db.con, db.run_id, "conversations"),
         "utterances": metrics.count(db.con, db.run_id, "utterances"),
         "outcomes": "; ".join(outcome) or "-",
-        "aware": {t: len(who) for t, who in aware.items()},
+        "aware": {f: s.aware for f, s in spread.items()},
         "probe answers": metrics.count(db.con, db.run_id, "probes"),
         "started": run.get("started_at"),
     }

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from mesa.discrete_space import CellAgent
 
 from simulation.agents.state import AgentState
-from simulation.core import Action, MemoryKind, Status
+from simulation.core import Action, MemoryKind, Provenance, Source, Status
 
 if TYPE_CHECKING:
     from simulation.model import TownModel
@@ -82,7 +82,7 @@ class PersonaAgent(CellAgent):
         if s.action.call_id is not None:
             data["llm_call_id"] = s.action.call_id
         m.log_event(s, "action", text, data)
-        m.memory.add(s.id, MemoryKind.OBSERVATION, text, importance=s.action.importance)
+        m.memory.add(s.id, MemoryKind.OBSERVATION, text, Provenance(Source.DID), importance=s.action.importance)
 
     def advance(self, minutes: float) -> None:
         """Act phase: walk along the route, let the current action run its course, and go on with

@@ -1,7 +1,7 @@
 """The ``agora`` application: every command registered on one typer app, and the process entry point.
 
 Commands are plain functions in their own modules (``run``, ``validate``, ``evaluate``,
-``personas``, ``rewards``, ``ui``); this module only names and orders them, so no command
+``personas``, ``rewards``, ``ui``, ``bench``); this module only names and orders them, so no command
 module imports another and none imports this one.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from simulation.cli import evaluate, personas, rewards, run, ui, validate
+from simulation.cli import bench, evaluate, personas, rewards, run, ui, validate
 
 __all__ = ["app", "main"]
 
@@ -33,6 +33,12 @@ personas_app.command("sample")(personas.sample)
 app.add_typer(personas_app, name="personas")
 
 app.command("rewards")(rewards.rewards)
+app.command("behaviour")(bench.behaviour)
+
+bench_app = typer.Typer(name="bench", help="Benchmarks that run a scenario and report measured numbers.",
+                        no_args_is_help=True)
+bench_app.command("behaviour")(bench.bench_behaviour)
+app.add_typer(bench_app, name="bench")
 
 
 def _stop(signum: int, frame: Any) -> None:

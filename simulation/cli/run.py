@@ -152,8 +152,13 @@ class _RunProgress:
             self.progress.update(self.task, description=text)
 
 
+def _num(value: float | None, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
 def print_summary(s: Any, wall: float) -> None:
-    """The end-of-run report on stdout: people, conversations, topics, memories, the LLM's cost, probe answers."""
+    """The end-of-run report on stdout: people, conversations, how each fact spread, memories, the
+    LLM's cost, probe answers."""
     console = common.console
     console.rule(f"[bold]{escape(s.scenario)}[/] · {escape(s.run_id)} · {s.status}")
     console.print(f"{s.ticks_done} ticks, game time {s.start} to {s.end} ({s.game_hours:g} h); "
@@ -169,10 +174,26 @@ def print_summary(s: Any, wall: float) -> None:
         console.print(f"{s.conversations} conversation(s), {s.utterances} utterances.")
     else:
         console.print("No conversations happened in this run (nobody met someone they chose to talk to).")
-    for topic, aware in s.awareness.items():
-        who = ", ".join(f"{name} from {when[5:]}" for name, when in aware)
-        console.print(f"Topic [bold]{escape(topic)}[/]: {len(aware)}/{len(s.agents)} aware"
-                      + (f" ({escape(who)})" if aware else ""), highlight=False)
+    b = s.behaviour
+    if b.get("talk.encounters_per_agent_hour") is not None:
+        turns = b.get("talk.turns_mean")
+        console.print(f"Encounters per person per game hour {b['talk.encounters_per_agent_hour']:.2f}; "
+                      f"conversations per encounter {_num(b.get('talk.conversations_per_encounter'))}; "
+                      f"lines per conversation {_num(turns)}"
+                      + (f" ({b['talk.two_line_share']:.0%} ended at two lines)" if turns is not None else ""),
+                      highlight=False)
+    for fact_id, f in s.facts.items():
+        who = ", ".join(f"{name} {when[5:]} {how}" + (f" from {teller}" if teller else "")
+                        for name, when, how, teller, _ in f.aware)
+        line = f"Fact [bold]{escape(fact_id)}[/]: {len(f.aware)}/{len(s.agents)} aware, {f.told} told by someone"
+        if f.told:
+            line += f", cascade depth {f.depth}, distorted {_num(f.distortion, '.0%')}, " \
+                    f"details kept {_num(f.retention, '.0%')}"
+        if f.invented:
+            line += f", {f.invented} invented mention(s)"
+        if f.verdicts:
+            line += "; probe answers: " + ", ".join(f"{n} {v}" for v, n in sorted(f.verdicts.items()))
+        console.print(line + (f" ({escape(who)})" if who else ""), highlight=False)
     if s.memory_kinds:
         kinds = ", ".join(f"{n} {k}" for k, n in s.memory_kinds.items())
         console.print(f"Memories formed: {escape(kinds)}; {s.retrievals} retrievals.", highlight=False)

@@ -11,7 +11,7 @@ from simulation.cognition import prompts
 from simulation.cognition.phase import Phase
 from simulation.cognition.context import context, situation
 from simulation.cognition.schemas import RecapAnswer, UtteranceAnswer, clip
-from simulation.core import MemoryKind, Purpose
+from simulation.core import MemoryKind, Provenance, Purpose, Source
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -99,7 +99,9 @@ async def recap(me: AgentState, mind: Mind, conv: Conversation) -> None:
     answer = await mind.ask(me, msgs, RecapAnswer, default=default, purpose=Purpose.RECAP, max_tokens=140)
     value = answer.value
     mind.remember(me.id, MemoryKind.CONVERSATION, f"Talked with {other.persona.name} at "
-                  f"{mind.place_name(conv.place)}: {value.summary.strip()}", importance=value.importance)
+                  f"{mind.place_name(conv.place)}: {value.summary.strip()}",
+                  Provenance(Source.RECAPPED, from_agent=other.id, conversation_id=conv.id, quote=value.summary),
+                  importance=value.importance)
     for memory_id in conv.memory_ids.get(me.id, []):
         mind.rate(mind.memory(memory_id), value.importance)
     mind.after_conversation(me.id, other.id, value.feeling / 5, value.view)

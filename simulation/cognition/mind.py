@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from simulation.core import PlanItem
+from simulation.core import PlanItem, Provenance
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -94,8 +94,8 @@ class Mind(Protocol):
     # memory
     def memories(self, person_id: str) -> MemoryStream: ...
     def memory(self, memory_id: int) -> MemoryNode: ...
-    def remember(self, person_id: str, kind: str, text: str, importance: float | None = None,
-                 evidence: tuple[int, ...] = (), depth: int = 0) -> MemoryNode: ...
+    def remember(self, person_id: str, kind: str, text: str, provenance: Provenance,
+                 importance: float | None = None, evidence: tuple[int, ...] = (), depth: int = 0) -> MemoryNode: ...
     def rate(self, node: MemoryNode, importance: float) -> None: ...
     async def retrieve(self, person_id: str, query: str, purpose: str,
                        exclude: Iterable[int] = ()) -> list[MemoryNode]: ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from simulation.cognition.phase import Phase
-from simulation.core import Focus, MemoryKind, Perception, PlaceEvent, Status
+from simulation.core import Focus, MemoryKind, Perception, PlaceEvent, Provenance, Source, Status
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -30,7 +30,8 @@ def perceive(me: AgentState, mind: Mind, here: list[AgentState], events: list[Pl
         key = f"event:{ev.id}"
         if key not in me.last_seen and budget > 0:
             me.last_seen[key] = tick
-            mind.remember(me.id, MemoryKind.OBSERVATION, f"At {mind.place_name(ev.place)}: {ev.text}")
+            mind.remember(me.id, MemoryKind.OBSERVATION, f"At {mind.place_name(ev.place)}: {ev.text}",
+                          Provenance(Source.PERCEIVED, event_id=ev.id, fact=ev.fact, quote=ev.text))
             seen.events.append(ev)
             budget -= 1
     for other in here:
@@ -44,7 +45,8 @@ def perceive(me: AgentState, mind: Mind, here: list[AgentState], events: list[Pl
             continue
         idle = other.status in (Status.IDLE, Status.WAKING) and other.action is None
         mind.remember(me.id, MemoryKind.OBSERVATION, f"{other.persona.name} is {mind.doing(other)} at "
-                      f"{mind.place_name(me.place)}", importance=TRIVIAL if idle else None)
+                      f"{mind.place_name(me.place)}", Provenance(Source.PERCEIVED, from_agent=other.id),
+                      importance=TRIVIAL if idle else None)
         seen.people.append(other.id)
         budget -= 1
     return seen

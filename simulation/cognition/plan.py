@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from simulation.cognition import prompts
 from simulation.cognition.context import context, memory_line
 from simulation.cognition.schemas import DailyPlan, Step, clip, hours_model, plan_model, steps_model
-from simulation.core import Action, HourBlock, MemoryKind, PlanItem, Purpose
+from simulation.core import Action, HourBlock, MemoryKind, PlanItem, Provenance, Purpose, Source
 from simulation.memory.stream import MemoryNode
 
 if TYPE_CHECKING:
@@ -93,9 +93,10 @@ async def daily_plan(me: AgentState, mind: Mind) -> list[PlanItem]:
     me.steps, me.steps_key = [], None
     if yesterday and answer.ok:
         mind.remember(me.id, MemoryKind.SUMMARY,
-                      f"{me.first_name}'s day on {yesterday[-1].created:%A}: {answer.value.yesterday}")
+                      f"{me.first_name}'s day on {yesterday[-1].created:%A}: {answer.value.yesterday}",
+                      Provenance(Source.PLANNED))
     text = "; ".join(f"{i.hour:02d}:00 {i.activity} at {mind.place_name(i.place)}" for i in items)
-    mind.remember(me.id, MemoryKind.PLAN, f"Plan for {now:%A}: {text}")
+    mind.remember(me.id, MemoryKind.PLAN, f"Plan for {now:%A}: {text}", Provenance(Source.PLANNED))
     mind.record_plan(me, items, answer.ok)
     return items
 

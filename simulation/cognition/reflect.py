@@ -17,7 +17,7 @@ from simulation.cognition import prompts
 from simulation.cognition.phase import Phase
 from simulation.cognition.context import situation
 from simulation.cognition.schemas import Insights, Questions, insights_model, questions_model
-from simulation.core import MemoryKind, Purpose
+from simulation.core import MemoryKind, Provenance, Purpose, Source
 from simulation.memory.stream import MemoryNode
 
 if TYPE_CHECKING:
@@ -93,7 +93,8 @@ async def reflect(me: AgentState, mind: Mind) -> list[MemoryNode]:
     for insights in found:
         for text, evidence in insights:
             depth = 1 + max(mind.memory(i).depth for i in evidence)
-            made.append(mind.remember(me.id, MemoryKind.REFLECTION, text, evidence=evidence, depth=depth))
+            made.append(mind.remember(me.id, MemoryKind.REFLECTION, text, Provenance(Source.REFLECTED),
+                                      evidence=evidence, depth=depth))
     if made:
         mind.record(me, "reflection", f"{me.persona.name} reflects: {made[0].text}",
                     {"memory_ids": [n.id for n in made]})

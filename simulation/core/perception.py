@@ -15,6 +15,8 @@ class PlaceEvent:
     place: str
     text: str
     until: datetime
+    fact: str | None = None
+    """The scenario's fact this event brings (``events[].fact``), if any."""
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The engine's fixed vocabularies as ``StrEnum``s: agent status, memory kind, LLM-call purpose.
+"""The engine's fixed vocabularies as ``StrEnum``s: agent status, memory kind and source, LLM-call purpose.
 
 They are strings on purpose. Each value is written to run.db (``agent_states.status``,
 ``memories.kind``, ``llm_calls.purpose``), mixed into per-request seeds and replay-cache keys,
@@ -40,6 +40,29 @@ class MemoryKind(StrEnum):
     REFLECTION = "reflection"
     SUMMARY = "summary"
     """Yesterday in one line, written with the next day's plan."""
+
+
+class Source(StrEnum):
+    """How a memory came to its owner (``memories.source``; docs/provenance.md)."""
+
+    SEEDED = "seeded"
+    """From the persona file or a fact's ``known_by``, before the run."""
+    WHISPERED = "whispered"
+    """A scheduled whisper, or one typed into the viewer."""
+    PERCEIVED = "perceived"
+    """Seen at a place: a place event, or someone there and what they were doing."""
+    DID = "did"
+    """What the owner started doing."""
+    HEARD = "heard"
+    """A line someone said to the owner (``from_agent``, ``utterance_id``)."""
+    SAID = "said"
+    """A line the owner said."""
+    RECAPPED = "recapped"
+    """The owner's summary of a conversation with ``from_agent``."""
+    PLANNED = "planned"
+    """The owner's plan for the day, or their summary of yesterday."""
+    REFLECTED = "reflected"
+    """An insight drawn from other memories (``memories.evidence``)."""
 
 
 class Purpose(StrEnum):

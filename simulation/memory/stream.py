@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from simulation.core.provenance import Provenance
+
 # node kinds
 SEED, OBSERVATION, THOUGHT, UTTERANCE, CONVERSATION, PLAN, REFLECTION, SUMMARY = (
     "seed", "observation", "thought", "utterance", "conversation", "plan", "reflection", "summary",
@@ -37,6 +39,8 @@ class MemoryNode:
     """0 for what happened; a reflection is one deeper than its deepest evidence."""
     row: int = -1
     """Row in the town's vector index once embedded (-1 before)."""
+    provenance: Provenance | None = None
+    """Where it came from (None only for rows recorded before run.db schema 4)."""
 
     @property
     def time(self) -> datetime:

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simulation.batching import Batcher
+from simulation.core.provenance import Provenance
+from simulation.core.vocabulary import Source
 from simulation.memory.embeddings import Embedder, get_embedder
 from simulation.memory.index import MemoryIndex, Ranking
 from simulation.memory.scoring import Weights
@@ -47,6 +49,13 @@ def _iso(moment: datetime) -> str:
 
 def _parse(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%d %H:%M")
+
+
+def _provenance(row: dict) -> Provenance | None:
+    if not row.get("source"):
+        return None
+    return Provenance(Source(row["source"]), row.get("from_agent"), row.get("utterance_id"), row.get("event_id"),
+                      row.get("conversation_id"))
 
 
 def clamp_importance(value: float) -> float:
@@ -97,6 +106,7 @@ class TownMemory:
         self._batcher: Batcher[_Request, list[list[MemoryNode]]] = Batcher(
             "memory retrieval", self._send, priority=PRIORITY)
         self._next_id = 1
+        self._new: list[MemoryNode] = []
 
     # ------------------------------------------------------------------ time
 
@@ -111,7 +121,7 @@ class TownMemory:
     def stream(self, agent_id: str) -> MemoryStream:
         return self.streams.setdefault(agent_id, MemoryStream())
 
-    def add(self, agent_id: str, kind: str, text: str, *, importance: float | None = None,
+    def add(self, agent_id: str, kind: str, text: str, provenance: Provenance, *, importance: float | None = None,
             evidence: Iterable[int] = (), depth: int = 0) -> MemoryNode:
         """A new node, now; its run.db row is queued. ``importance`` None: rated later by the LLM."""
         assert self.now is not None
@@ -119,12 +129,20 @@ class TownMemory:
         evidence = tuple(evidence)
         row = {"tick": self.tick, "sim_time": _iso(self.now), "agent_id": agent_id, "kind": kind, "text": text,
                "importance": imp, "evidence": json.dumps(list(evidence)) if evidence else None,
-               "last_accessed": _iso(self.now), "depth": depth}
+               "last_accessed": _iso(self.now), "depth": depth, **provenance.columns()}
         node_id = self.buffer.add("memories", row) if self.buffer is not None else None
-        return self._add_node(MemoryNode(
+        node = self._add_node(MemoryNode(
             id=node_id if node_id is not None else self._next_id, agent_id=agent_id, kind=kind, text=text,
             tick=self.tick, created=self.now, last_accessed=self.now, importance=imp, evidence=evidence, depth=depth,
+            provenance=provenance,
         ))
+        self._new.append(node)
+        return node
+
+    def take_new(self) -> list[MemoryNode]:
+        """The nodes added since the last call (what a tick remembered, for the fact tracker)."""
+        new, self._new = self._new, []
+        return new
 
     def _add_node(self, node: MemoryNode) -> MemoryNode:
         self._next_id = max(self._next_id, node.id + 1)
@@ -281,7 +299,7 @@ class TownMemory:
                 id=r["id"], agent_id=r["agent_id"], kind=r["kind"], text=r["text"], tick=r["tick"], created=created,
                 last_accessed=_parse(r["last_accessed"]) if r.get("last_accessed") else created,
                 importance=r["importance"], evidence=tuple(json.loads(r["evidence"])) if r["evidence"] else (),
-                depth=r.get("depth") or 0,
+                depth=r.get("depth") or 0, provenance=_provenance(r),
             )
             memory.nodes[node.id] = node
             memory.stream(node.agent_id).add(node)

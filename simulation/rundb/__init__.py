@@ -2,10 +2,12 @@
 
 The CLI summary, the viewer (``ui/``), `agora eval` and `agora rewards` all read a run.db that
 the engine wrote (or is still writing). This package is the one place that opens it for
-reading (``connect``) and the one place each shared number is defined (``metrics``), so the
-summary printed after a run and the page showing it cannot disagree.
+reading (``connect``) and the one place each shared number is defined (``metrics``; the spread
+of facts in ``facts``; the behaviour report in ``behaviour``), so the summary printed after a
+run and the page showing it cannot disagree.
 
-It imports only the standard library and nothing of the engine: the viewer may import it
+It imports only the standard library and, of the engine, only ``simulation.provenance.rules``
+(the definitions awareness rests on, standard library too): the viewer may import it
 without loading the simulation (and its model, embedding and vector-index libraries), and
 ``import simulation.rundb`` stays cheap wherever a run is merely read.
 """

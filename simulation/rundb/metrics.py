@@ -1,10 +1,10 @@
 """The numbers every reader of a run reports, each defined once, from run.db alone.
 
 The CLI summary (``simulation.report``), the viewer (``ui.queries``) and the benches compute
-the same outcomes of a run: who became aware of each of the scenario's topics and when, how
-dense the who-knows-whom graph is at each tick, and what the LLM cost. They used to write
-these twice, and the two relationship densities did not agree; here each has one definition
-that all of them call.
+the same outcomes of a run: how dense the who-knows-whom graph is at each tick, and what the
+LLM cost. They used to write these twice, and the two relationship densities did not agree;
+here each has one definition that all of them call. How facts spread is ``rundb.facts``; the
+behaviour report built on all of them is ``rundb.behaviour``.
 
 Every function takes ``con``, anything with sqlite3's ``execute(sql, params)`` (a read-only
 ``sqlite3.Connection`` from ``connect_ro``, or the writer's ``sqlite_utils.Database``), and reads
@@ -32,7 +32,6 @@ with the same formula.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -109,101 +108,6 @@ def llm_by_agent(con: Any, run_id: str) -> dict[str, AgentLLM]:
     return {r[0]: AgentLLM(int(r[1]), int(r[2])) for r in con.execute(
         "select agent_id, count(*), coalesce(sum(prompt_tokens + completion_tokens), 0) from llm_calls "
         "where run_id = ? group by agent_id", [run_id])}
-
-
-# ---------------------------------------------------------------------- topics and awareness
-
-def topics(con: Any, run_id: str) -> dict[str, list[str]]:
-    """topic id -> keywords, as the run was started (the scenario's ``topics:``).
-
-    Read from ``resume_state.scenario``, the validated scenario as JSON (run.db schema 3 and
-    later), so no YAML parser is needed; runs recorded before it have only the scenario file
-    as text (``runs.scenario_yaml``), parsed with PyYAML, imported only then.
-    """
-    found = _topics_from_json(con, run_id)
-    if found is not None:
-        return found
-    row = con.execute("select scenario_yaml from runs where run_id = ?", [run_id]).fetchone()
-    return topics_from_yaml(row[0] if row else None)
-
-
-def _topics_from_json(con: Any, run_id: str) -> dict[str, list[str]] | None:
-    if "resume_state" not in table_names(con):
-        return None
-    try:  # json_extract spares parsing every resolved persona the blob also holds
-        row = con.execute("select json_extract(scenario, '$.scenario.topics') from resume_state where run_id = ?",
-                          [run_id]).fetchone()
-        text = None if row is None else row[0]
-    except sqlite3.OperationalError:  # an SQLite built without JSON functions, or not JSON
-        row = con.execute("select scenario from resume_state where run_id = ?", [run_id]).fetchone()
-        try:
-            text = json.dumps(((json.loads(row[0]) or {}).get("scenario") or {}).get("topics")) if row else None
-        except (TypeError, ValueError, AttributeError):
-            return None
-    if text is None:
-        return None
-    try:
-        return _topics_from(json.loads(text))
-    except (TypeError, ValueError):
-        return None
-
-
-def topics_from_yaml(scenario_yaml: str | None) -> dict[str, list[str]]:
-    """topic id -> keywords from a scenario file's text ({} when it has none or cannot be read)."""
-    if not scenario_yaml:
-        return {}
-    try:
-        import yaml  # PyYAML, an agora dependency; only runs recorded before schema 3 need it
-    except ImportError:
-        return {}
-    try:
-        data = yaml.safe_load(scenario_yaml) or {}
-        return _topics_from(data.get("topics"))
-    except (yaml.YAMLError, AttributeError):
-        return {}
-
-
-def _topics_from(items: Any) -> dict[str, list[str]]:
-    if not isinstance(items, list):
-        return {}
-    out: dict[str, list[str]] = {}
-    for t in items:
-        if isinstance(t, dict) and "id" in t and isinstance(t.get("keywords"), list):
-            out[str(t["id"])] = [str(k) for k in t["keywords"]]
-    return out
-
-
-@dataclass(frozen=True)
-class Aware:
-    """One person's first run-time memory mentioning a topic."""
-
-    agent_id: str
-    name: str
-    tick: int
-    sim_time: str
-
-
-def awareness(con: Any, run_id: str, topic_keywords: dict[str, list[str]] | None = None) -> dict[str, list[Aware]]:
-    """topic id -> who became aware of it, earliest first (then by agent id).
-
-    A person is aware of a topic from their first memory formed during the run (not a
-    ``seed`` memory) that contains one of its keywords, case-insensitively (SQL ``like``).
-    Every topic of the scenario is a key, with an empty list while nobody knows.
-    """
-    who = people(con, run_id)
-    out: dict[str, list[Aware]] = {}
-    for topic, keywords in (topics(con, run_id) if topic_keywords is None else topic_keywords).items():
-        out[topic] = []
-        if not keywords:
-            continue
-        clause = " or ".join("lower(text) like ?" for _ in keywords)
-        for agent_id, tick, sim_time in con.execute(
-                f"select agent_id, min(tick), min(sim_time) from memories where run_id = ? and kind != 'seed' "
-                f"and ({clause}) group by agent_id order by min(tick), min(sim_time), agent_id",
-                [run_id, *[f"%{k.lower()}%" for k in keywords]]):
-            if agent_id in who:
-                out[topic].append(Aware(agent_id, who[agent_id], int(tick), sim_time))
-    return out
 
 
 # ---------------------------------------------------------------------- who knows whom

@@ -2,8 +2,8 @@
 
 A scenario describes one run: the clock, the town (places, objects, walking paths), the
 people (persona files by reference, or inline, and a sampled population), scheduled
-whispers and place events, probe questions asked at the end, topics whose spread is
-measured, and LLM settings. ``scenarios/valentines.yaml`` documents every field with comments.
+whispers and place events, probe questions asked at the end, facts whose spread is
+traced, and LLM settings. ``scenarios/valentines.yaml`` documents every field with comments.
 
 The schema is split by section (``persona``, ``town``, ``timeline``, ``measures``,
 ``people``, ``settings``, ``schema`` for the whole file); loading is ``loading`` (with
@@ -15,7 +15,7 @@ from simulation.llm.settings import LlamaCppSettings, LLMSettings, OpenAISetting
 from simulation.paths import resolve_path
 from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel, Unit
 from simulation.scenario.loading import load, load_persona
-from simulation.scenario.measures import Probe, Topic
+from simulation.scenario.measures import Fact, FactDetail, Probe, Topic
 from simulation.scenario.people import PersonaEntry, PopulationEntry
 from simulation.scenario.persona import BigFive, Persona, Routine
 from simulation.scenario.resolved import LoadedScenario, ResolvedPersona
@@ -25,7 +25,7 @@ from simulation.scenario.timeline import Clock, ScheduledEvent
 from simulation.scenario.town import PathSpec, Place, Town
 
 __all__ = [
-    "BigFive", "Clock", "CognitionSettings", "Identifier", "LLMSettings", "LlamaCppSettings", "LoadedScenario",
+    "BigFive", "Clock", "Fact", "FactDetail", "CognitionSettings", "Identifier", "LLMSettings", "LlamaCppSettings", "LoadedScenario",
     "LongText", "MemorySettings", "OpenAISettings", "PathSpec", "Persona", "PersonaEntry", "Place",
     "PopulationEntry", "Probe", "Problem", "ResolvedPersona", "RetrievalWeights", "Routine", "Scenario",
     "ScheduledEvent", "ShortText", "StrictModel", "Topic", "Town", "Unit", "VLLMSettings", "json_schema", "load",

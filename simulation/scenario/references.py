@@ -1,6 +1,6 @@
 """What a schema cannot check: that every id a scenario names exists, and that its files are there.
 
-Places, paths, people, events, probes and topics refer to each other by id; each dangling or
+Places, paths, people, events, facts, probes and topics refer to each other by id; each dangling or
 duplicate id is a problem at the line that names it, all of them reported together.
 """
 
@@ -72,7 +72,23 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
                 doc.problem(("events", i, "at"), f"{ev.at:%Y-%m-%d %H:%M} is outside the run "
                             f"({sc.clock.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M})")
             )
+    fact_ids: dict[str, int] = {}
+    for i, fact in enumerate(sc.facts):
+        if fact.id in fact_ids:
+            problems.append(doc.problem(("facts", i, "id"), f"duplicate fact id {fact.id!r}"))
+        fact_ids.setdefault(fact.id, i)
+        for j, detail in enumerate(fact.details):
+            if detail.kind == "place" and detail.value not in place_ids:
+                problems.append(doc.problem(("facts", i, "details", j, "value"), f"unknown place {detail.value!r}"))
+        for j, aid in enumerate(fact.known_by):
+            if aid not in agent_ids:
+                problems.append(doc.problem(("facts", i, "known_by", j), f"unknown persona {aid!r}"))
+    for i, ev in enumerate(sc.events):
+        if ev.fact is not None and ev.fact not in fact_ids:
+            problems.append(doc.problem(("events", i, "fact"), f"unknown fact {ev.fact!r}"))
     for i, probe in enumerate(sc.probes):
+        if probe.fact is not None and probe.fact not in fact_ids:
+            problems.append(doc.problem(("probes", i, "fact"), f"unknown fact {probe.fact!r}"))
         if probe.agents != "all":
             for j, aid in enumerate(probe.agents):
                 if aid not in agent_ids:

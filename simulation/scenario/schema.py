@@ -13,7 +13,7 @@ from simulation.errors import FieldPath
 from simulation.llm import registry
 from simulation.llm.registry import AnyLLMSettings
 from simulation.scenario.fields import LongText, ShortText, StrictModel
-from simulation.scenario.measures import Probe, Topic
+from simulation.scenario.measures import Fact, Probe, Topic
 from simulation.scenario.people import PersonaEntry, PopulationEntry
 from simulation.scenario.persona import Persona
 from simulation.scenario.settings import CognitionSettings, MemorySettings
@@ -43,7 +43,8 @@ class Scenario(StrictModel):
     population: PopulationEntry | None = Field(None, description="sampled people added to the named personas")
     events: list[ScheduledEvent] = Field(default_factory=list)
     probes: list[Probe] = Field(default_factory=list)
-    topics: list[Topic] = Field(default_factory=list)
+    facts: list[Fact] = Field(default_factory=list, description="news whose spread through the town is traced")
+    topics: list[Topic] = Field(default_factory=list, description="older keyword topics: loaded, no longer measured")
     llm: AnyLLMSettings = Field(default_factory=registry.default_settings,
                                 description="the LLM: 'backend' picks which, and which other settings apply")
     cognition: CognitionSettings = Field(default_factory=CognitionSettings)

@@ -52,6 +52,7 @@ class ScheduledEvent(StrictModel):
     to: Identifier | None = Field(None, description="persona id (whisper)")
     place: Identifier | None = Field(None, description="place id (place_event)")
     duration_minutes: int = Field(60, ge=1, le=24 * 60, description="how long a place event lasts")
+    fact: Identifier | None = Field(None, description="the fact (facts[].id) this whisper or place event brings into the town")
 
     @model_validator(mode="after")
     def _target(self) -> ScheduledEvent:

@@ -1,8 +1,13 @@
-"""Metrics: LLM cost per tick, spread of the scenario's topics, the relationship graph,
-probe answers, and rewards and evaluation scores where the run has them."""
+"""Metrics: LLM cost per tick, how the scenario's facts spread (from the run's provenance), the
+behaviour metrics, the relationship graph, probe answers, and rewards and evaluation scores
+where the run has them."""
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
 from ui import charts, common
@@ -34,22 +39,111 @@ def llm_section(db: RunDB) -> None:
         st.plotly_chart(charts.calls_by_purpose(purposes), key="metrics_purposes")
 
 
-def awareness_section(db: RunDB) -> None:
-    topics = q.topics(db)
-    if not topics:
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def facts_section(db: RunDB) -> None:
+    st.subheader("Spread of the scenario's facts")
+    if not q.traced(db):
+        st.info("This run records no provenance (it was recorded before run.db kept where each memory came "
+                "from), so the spread of facts cannot be shown. Run the scenario again to trace it.")
         return
-    st.subheader("Awareness of the scenario's topics")
-    st.caption("A person is aware from their first memory formed in the run (not a seed memory) that mentions "
-               "one of the topic's keywords.")
-    aware = q.awareness(db)
-    ticks = q.ticks(db)
-    n = len(q.names(db))
-    for topic, keywords in topics.items():
-        rows = aware[aware["topic"] == topic]
-        st.plotly_chart(charts.awareness(aware, ticks, n, topic), key=f"metrics_aware_{topic}")
-        who = ", ".join(f"{r.name} ({common.when(r.sim_time)})" for r in rows.itertuples()) or "nobody yet"
-        st.markdown(f"**{common.md(topic)}**: {len(rows)}/{n} aware: {common.md(who)}")
-        st.caption(f"keywords: {common.md(', '.join(keywords))}")
+    facts = q.facts(db)
+    if not facts:
+        st.info("The scenario declares no facts (`facts:`), so there is no spread to show.")
+        return
+    st.caption("A person is aware of a fact from their first memory carrying it that came from outside them: "
+               "seeded, whispered, perceived (a place event, or seeing someone), heard or recapped from a "
+               "conversation. Whoever was told it (heard, recapped) hangs under whoever told them; anyone else is "
+               "a root. Depth counts tellings from a root. See docs/provenance.md.")
+    who = q.names(db)
+    n = len(who)
+    curves = q.fact_curves(db)
+    learned = q.fact_learned(db)
+    spread = q.fact_spread(db)
+    places = q.places(db)
+    homes = q.homes(db)
+    for fact_id, fact in facts.items():
+        rows = learned.get(fact_id, pd.DataFrame(columns=q.LEARNED_COLUMNS))
+        st.markdown(f"**{common.md(fact_id)}**: {common.md(fact.text)}")
+        s = spread.get(fact_id)
+        if s is not None:
+            cols = st.columns(8)
+            cols[0].metric("aware", f"{s.aware}/{s.people}", help="people aware of it by now")
+            cols[1].metric("told", f"{s.told}", help="aware because someone passed it on (heard or recapped)")
+            cols[2].metric("roots", f"{s.roots}", help="aware from the scenario (a seed, whisper or place event) "
+                                                      "or from seeing someone")
+            cols[3].metric("depth", f"{s.depth}", help="the most tellings between a root and anyone")
+            cols[4].metric("distortion", _share(s.distortion),
+                           help=f"of the people told, the share whose first version changed a detail "
+                                f"({s.distorted}/{s.told})")
+            cols[5].metric("retention", _share(s.retention),
+                           help=f"details kept / (kept + lost + changed) over the told people's first versions "
+                                f"({s.kept} kept, {s.lost} lost, {s.changed} changed)")
+            cols[6].metric("invented", f"{s.invented}", help="memories carrying it from a person's own plan, line "
+                                                            "or reflection before they were aware of it")
+            cols[7].metric("from unaware", f"{s.from_unaware}",
+                           help="people told by someone who was not aware of it themselves")
+        st.plotly_chart(charts.fact_awareness(curves.get(fact_id, pd.DataFrame(columns=["tick", "sim_time", "aware"])),
+                                              rows, n, fact_id), key=f"metrics_fact_curve_{fact_id}")
+        st.plotly_chart(charts.fact_cascade(places, homes, who, rows, fact_id), key=f"metrics_fact_cascade_{fact_id}")
+        if rows.empty:
+            st.caption("Nobody is aware of it yet.")
+            continue
+        table = pd.DataFrame({
+            "person": rows["name"], "when": [common.when(t) for t in rows["sim_time"]], "tick": rows["tick"],
+            "via": rows["source"], "from": rows["from_name"].fillna(""), "depth": rows["depth"],
+            "teller aware": [("yes" if a else "no") if isinstance(p, str) else "" for p, a
+                             in zip(rows["parent"], rows["teller_aware"], strict=True)],
+            "kept": rows["kept"], "lost": rows["lost"], "changed": rows["changed"], "memory": rows["memory_id"],
+        })
+        st.dataframe(table, hide_index=True, width="stretch", key=f"metrics_fact_table_{fact_id}")
+
+
+BEHAVIOUR_TITLES = {
+    "talk": "Talk", "plans": "Plans", "llm": "LLM", "facts": "Facts", "probes": "Probes",
+    "relationships": "Relationships",
+}
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _computed_behaviour(path: str, version: tuple[Any, ...]) -> tuple[dict[str, float | None], bool]:
+    """The behaviour metrics computed from run.db, once per ``version`` of the run (what they depend on)."""
+    with RunDB(path) as db:
+        return q.behaviour(db)
+
+
+def _value(value: Any) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{float(value):.3f}".rstrip("0").rstrip(".")
+
+
+def behaviour_section(db: RunDB) -> None:
+    st.subheader("Behaviour")
+    try:
+        values, stored = _computed_behaviour(str(db.path), q.behaviour_version(db))
+    except sqlite3.OperationalError as exc:  # an older layout lacks what a metric reads
+        st.info(f"The behaviour metrics cannot be computed for this run's layout ({exc}).")
+        return
+    st.caption(("Stored when the run finished (the `behaviour` table)." if stored else
+                "Computed now from run.db (the run has no stored `behaviour` rows yet).") +
+               " Each metric is defined once, in `simulation/rundb/behaviour.py` (docs/behaviour.md); "
+               "`-`: the run gives no basis for it.")
+    groups = q.behaviour_groups(values)
+    if not groups:
+        st.caption("No behaviour metrics for this run.")
+    for group, frame in groups.items():
+        st.markdown(f"**{common.md(BEHAVIOUR_TITLES.get(group, group))}**")
+        shown = frame.copy()
+        for column in shown.columns:
+            if column not in ("metric", "fact"):
+                shown[column] = [_value(v) for v in shown[column]]
+        st.dataframe(shown, hide_index=True, width="stretch", key=f"metrics_behaviour_{group}")
+    verdicts = q.probe_verdicts(db)
+    if len(verdicts):
+        st.plotly_chart(charts.probe_verdicts(verdicts), key="metrics_probe_verdicts")
 
 
 def graph_section(db: RunDB, latest: int) -> None:
@@ -68,7 +162,12 @@ def outcomes_section(db: RunDB) -> None:
         st.subheader("Probe answers")
         for question, group in answers.groupby("question", sort=False):
             st.markdown(f"**{common.md(question)}**")
-            st.dataframe(group[["name", "answer"]], hide_index=True, width="stretch")
+            scored = [c for c in ("aware", "verdict") if c in group and group[c].notna().any()]
+            shown = group[["name", "answer", *scored]].copy()
+            if "aware" in scored:
+                shown["aware"] = [{1: "yes", 0: "no"}.get(int(a), "") if a == a and a is not None else ""
+                                  for a in shown["aware"]]
+            st.dataframe(shown, hide_index=True, width="stretch")
     rewards = q.rewards(db)
     if rewards is not None and len(rewards):
         st.subheader("Rewards")
@@ -96,7 +195,8 @@ def metrics_view() -> None:
             st.info("The run has not completed its first tick yet.")
             return
         llm_section(db)
-        awareness_section(db)
+        facts_section(db)
+        behaviour_section(db)
         graph_section(db, latest)
         outcomes_section(db)
 

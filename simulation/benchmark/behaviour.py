@@ -1,0 +1,244 @@
+"""The behaviour benchmark: one scenario over several seeds, each metric's mean and 95 % interval.
+
+``run_benchmark`` runs the scenario once per seed (a run directory each, under ``out/runs``),
+reads each run's behaviour metrics (``simulation.rundb.behaviour``, docs/behaviour.md) and
+aggregates them; ``write_report`` writes ``report.md`` (the table a paper would print, with the
+command that made it), ``behaviour.json`` (every seed's numbers) and PNG plots. The interval is
+Student's t over seeds: with 5 seeds it is wide, which is the honest answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from simulation.llm.backend import Backend
+    from simulation.runner import BackendChoice
+    from simulation.scenario import LoadedScenario
+
+# two-sided 95 % Student t quantiles by degrees of freedom (1-30); beyond that, the normal's
+_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+HEADLINE = [
+    "talk.encounters_per_agent_hour", "talk.conversations_per_encounter", "talk.two_line_share",
+    "talk.echo_share", "plans.fitting_share", "llm.fallback_share", "relationships.density_end",
+]
+"""Metrics drawn in the summary plot (the per-fact ones are added per scenario)."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+    """Seeds with a value (a run without conversations has no turns per conversation)."""
+
+
+SHARES = ("share", "distortion", "retention", "hallucination", "density")
+"""Metric names that are proportions: their interval is clipped to [0, 1] (every metric is >= 0)."""
+
+
+def estimate(values: Sequence[float | None], name: str = "") -> Estimate:
+    """Mean and 95 % t-interval of the values that exist (the interval is the mean alone for one
+    value), clipped to the metric's range: >= 0, and <= 1 for a proportion (``SHARES``)."""
+    xs = [v for v in values if v is not None and not math.isnan(v)]
+    if not xs:
+        return Estimate(None, None, None, 0)
+    mean = statistics.fmean(xs)
+    if len(xs) == 1:
+        return Estimate(mean, mean, mean, 1)
+    df = len(xs) - 1
+    t = _T95[df - 1] if df <= len(_T95) else 1.96
+    half = t * statistics.stdev(xs) / math.sqrt(len(xs))
+    high = mean + half
+    if any(word in name for word in SHARES):
+        high = min(1.0, high)
+    return Estimate(mean, max(0.0, mean - half), high, len(xs))
+
+
+@dataclass
+class SeedRun:
+    seed: int
+    run_dir: Path
+    metrics: dict[str, float | None]
+    curves: dict[str, list[tuple[int, str, int]]]
+    """fact id -> awareness curve."""
+    verdicts: dict[str, dict[str, int]]
+    people: int
+    wall_s: float
+
+
+@dataclass
+class BenchmarkResult:
+    scenario: str
+    seeds: list[int]
+    ticks: int | None
+    backend: str
+    model: str
+    command: str
+    runs: list[SeedRun] = field(default_factory=list)
+
+    def metric_names(self) -> list[str]:
+        names: dict[str, None] = {}
+        for r in self.runs:
+            names.update(dict.fromkeys(r.metrics))
+        return sorted(names, key=_order)
+
+    def table(self) -> dict[str, Estimate]:
+        return {name: estimate([r.metrics.get(name) for r in self.runs], name) for name in self.metric_names()}
+
+
+def _order(name: str) -> tuple[int, str]:
+    groups = ["talk", "plans", "facts", "probes", "relationships", "llm"]
+    head = name.split(".", 1)[0]
+    return (groups.index(head) if head in groups else len(groups), name)
+
+
+def run_benchmark(loaded: LoadedScenario, seeds: Sequence[int], out: Path, *, ticks: int | None = None,
+                  llm: BackendChoice | None = None, backend: Backend | str | None = None, command: str = "",
+                  on_seed: Callable[[int, int], None] | None = None,
+                  on_tick: Callable[[int, int], None] | None = None) -> BenchmarkResult:
+    """Run ``loaded`` once per seed into ``out/runs`` and collect each run's behaviour metrics.
+    ``on_seed(i, seed)`` before each run; ``on_tick(done, total)`` after each of its ticks."""
+    import time
+
+    from simulation import Simulation
+    from simulation.rundb import connect_ro
+    from simulation.rundb.facts import awareness_curve, probe_verdicts
+    from simulation.rundb.metrics import people
+
+    result: BenchmarkResult | None = None
+    runs_dir = Path(out) / "runs"
+    for i, seed in enumerate(seeds):
+        if on_seed is not None:
+            on_seed(i, seed)
+        started = time.perf_counter()
+        with Simulation.from_scenario(loaded, seed=seed, out=runs_dir, ticks=ticks, llm=llm, backend=backend) as sim:
+            if result is None:
+                result = BenchmarkResult(loaded.scenario.name, list(seeds), ticks, sim.model.llm.backend.name,
+                                         sim.model.llm.backend.model_id, command)
+            sim.run(on_tick=(lambda s: on_tick(s.ticks - s.ticks_left, s.ticks)) if on_tick else None)
+            run_dir, run_id = sim.run_dir, sim.run_id
+        wall = time.perf_counter() - started
+        con = connect_ro(run_dir / "run.db")
+        try:
+            from simulation.rundb.behaviour import stored
+
+            metrics = stored(con, run_id)
+            result.runs.append(SeedRun(seed, run_dir, metrics, awareness_curve(con, run_id),
+                                       {f: dict(c) for f, c in probe_verdicts(con, run_id).items()},
+                                       len(people(con, run_id)), wall))
+        finally:
+            con.close()
+    assert result is not None
+    return result
+
+
+# ---------------------------------------------------------------------- the report
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def write_report(result: BenchmarkResult, out: Path) -> list[Path]:
+    """report.md, behaviour.json and the plots; returns the files written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = [out / "behaviour.json", out / "report.md"]
+    table = result.table()
+    files[0].write_text(json.dumps({
+        "scenario": result.scenario, "seeds": result.seeds, "ticks": result.ticks, "backend": result.backend,
+        "model": result.model, "command": result.command,
+        "summary": {k: vars(v) for k, v in table.items()},
+        "runs": [{"seed": r.seed, "run_dir": str(r.run_dir), "wall_s": round(r.wall_s, 1), "metrics": r.metrics,
+                  "verdicts": r.verdicts, "awareness": {f: [c[2] for c in curve] for f, curve in r.curves.items()}}
+                 for r in result.runs],
+    }, indent=1), encoding="utf-8")
+    plots = _plots(result, table, out)
+    files += plots
+    lines = [
+        f"# Behaviour benchmark: {result.scenario}", "",
+        f"{len(result.runs)} seeds ({', '.join(map(str, result.seeds))}), "
+        f"{result.ticks if result.ticks else 'all'} ticks each, backend `{result.backend}`, model `{result.model}`.",
+        "", f"Made by: `{result.command}`" if result.command else "", "",
+        "Mean over seeds and 95 % interval (Student's t, clipped to the metric's range); n = seeds with a value. "
+        "Definitions: docs/behaviour.md.", "",
+        "| metric | mean | 95 % interval | n | per seed |", "|---|---:|---:|---:|---|",
+    ]
+    for name, e in table.items():
+        per = ", ".join(_fmt(r.metrics.get(name)) for r in result.runs)
+        interval = f"{_fmt(e.low)} – {_fmt(e.high)}" if e.n > 1 else "–"
+        lines.append(f"| `{name}` | {_fmt(e.mean)} | {interval} | {e.n} | {per} |")
+    verdicts = sorted({f for r in result.runs for f in r.verdicts})
+    if verdicts:
+        lines += ["", "## Probe answers by verdict (all seeds)", "",
+                  "| fact | right | partial | wrong | missed | honest | invented |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for fact in verdicts:
+            counts = {v: sum(r.verdicts.get(fact, {}).get(v, 0) for r in result.runs)
+                      for v in ("right", "partial", "wrong", "missed", "honest", "invented")}
+            lines.append(f"| {fact} | " + " | ".join(str(c) for c in counts.values()) + " |")
+    lines += ["", "## Runs", "", "| seed | wall s | run directory |", "|---:|---:|---|"]
+    lines += [f"| {r.seed} | {r.wall_s:.0f} | `{r.run_dir}` |" for r in result.runs]
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    files[1].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return files
+
+
+def _plots(result: BenchmarkResult, table: dict[str, Estimate], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written: list[Path] = []
+    facts = sorted({f for r in result.runs for f in r.curves})
+    if facts:
+        fig, axes = plt.subplots(1, len(facts), figsize=(5.5 * len(facts), 3.6), squeeze=False)
+        for ax, fact in zip(axes[0], facts):
+            for r in result.runs:
+                curve = r.curves.get(fact, [])
+                ax.step([c[0] for c in curve], [c[2] for c in curve], where="post", alpha=0.8, label=f"seed {r.seed}")
+            ax.set_title(f"Aware of '{fact}'")
+            ax.set_xlabel("tick")
+            ax.set_ylabel("people")
+            ax.set_ylim(0, max(r.people for r in result.runs) + 0.5)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = out / "awareness.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    names = [n for n in HEADLINE + [n for n in table if n.startswith(("facts.", "probes.")) and
+                                    n.endswith(("aware_share", "distortion", "right_share", "hallucination"))]
+             if n in table and table[n].mean is not None]
+    if names:
+        fig, ax = plt.subplots(figsize=(8, 0.42 * len(names) + 1.2))
+        means = [table[n].mean or 0.0 for n in names]
+        errs = [[(table[n].mean or 0) - (table[n].low or 0) for n in names],
+                [(table[n].high or 0) - (table[n].mean or 0) for n in names]]
+        ax.barh(range(len(names)), means, xerr=errs, color="#4c78a8", capsize=3)
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(f"{result.scenario}: mean and 95 % interval over {len(result.runs)} seeds")
+        fig.tight_layout()
+        path = out / "metrics.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def load_result(path: Path) -> dict[str, Any]:
+    """A written ``behaviour.json`` (for comparing two benchmarks)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,84 @@
+"""The behaviour benchmark: a scripted 5-seed run of the flagship gives a report with each
+metric's mean and 95 % interval, per-seed values, plots; and the CLI around it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from scripted import ScriptedBackend
+from typer.testing import CliRunner
+
+from simulation.benchmark.behaviour import estimate
+
+SEEDS = [1, 2, 3, 4, 5]
+
+
+def test_estimate_is_the_mean_and_a_student_t_interval():
+    e = estimate([1.0, 2.0, 3.0, 4.0, 5.0], "talk.turns_mean")
+    half = 2.776 * math.sqrt(2.5) / math.sqrt(5)  # t(0.975, 4) * sd / sqrt(n)
+    assert (e.mean, e.n) == (3.0, 5) and e.low == pytest.approx(3 - half) and e.high == pytest.approx(3 + half)
+    assert estimate([None, 2.0], "x") == estimate([2.0], "x")  # a seed without a value does not count
+    assert estimate([], "x").mean is None
+    clipped = estimate([0.0, 1.0, 1.0], "talk.two_line_share")  # a share stays inside [0, 1]
+    assert clipped.low == 0.0 and clipped.high == 1.0
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, flagship, embedder):
+    from simulation.benchmark.behaviour import run_benchmark, write_report
+
+    out = tmp_path_factory.mktemp("bench")
+    result = run_benchmark(flagship, SEEDS, out, ticks=6, backend=ScriptedBackend(), command="agora bench ...")
+    return result, write_report(result, out), out
+
+
+def test_a_scripted_five_seed_report(report):
+    result, files, out = report
+    assert [f.name for f in files] == ["behaviour.json", "report.md", "awareness.png", "metrics.png"]
+    assert all(f.stat().st_size > 0 for f in files)
+    assert [r.seed for r in result.runs] == SEEDS and len({r.run_dir for r in result.runs}) == 5
+    table = result.table()
+    for name in ("talk.encounters_per_agent_hour", "plans.fitting_share", "llm.calls_per_agent_hour",
+                 "facts.party.aware_share", "probes.party.hallucination", "relationships.density_end"):
+        e = table[name]
+        assert e.n == 5 and e.low <= e.mean <= e.high, name
+    data = json.loads((out / "behaviour.json").read_text())
+    assert [r["seed"] for r in data["runs"]] == SEEDS
+    assert data["summary"]["facts.party.aware_share"]["n"] == 5
+    assert len(data["runs"][0]["awareness"]["party"]) == 6  # one point per tick
+    text = (out / "report.md").read_text()
+    assert "| `talk.encounters_per_agent_hour` |" in text and "95 % interval" in text
+    assert "## Probe answers by verdict" in text and "agora bench ..." in text
+
+
+def test_seeds_differ_and_each_run_keeps_its_behaviour_table(report):
+    import sqlite3
+
+    result, _, _ = report
+    calls = {r.metrics["llm.calls_per_agent_hour"] for r in result.runs}
+    assert len(calls) > 1  # the seeds give different runs
+    for r in result.runs:
+        con = sqlite3.connect(r.run_dir / "run.db")
+        stored = dict(con.execute("select metric, value from behaviour").fetchall())
+        con.close()
+        assert stored == {k: v for k, v in r.metrics.items() if v is not None}
+
+
+def test_agora_behaviour_recomputes_a_run(report):
+    from simulation.cli import app
+
+    result, _, _ = report
+    out = CliRunner().invoke(app, ["behaviour", str(result.runs[0].run_dir)], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert "talk.encounters_per_agent_hour" in out.output and "facts.party.aware_share" in out.output
+
+
+@pytest.mark.parametrize("seeds", ["1,x", "1,1", "-3"])
+def test_bad_seeds_are_bad_input(seeds, tmp_path):
+    from simulation.cli import app
+
+    out = CliRunner().invoke(app, ["bench", "behaviour", "scenarios/valentines.yaml", "--seeds", seeds,
+                                   "--out", str(tmp_path)])
+    assert out.exit_code == 2 and "--seeds" in out.output and "Traceback" not in out.output

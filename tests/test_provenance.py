@@ -1,0 +1,135 @@
+"""Provenance through scripted conversations: a fact whispered to Ann, Ann tells Bob, Bob tells Cat
+(changing the time). Every memory records its source; the fact's cascade is Ann -> Bob -> Cat,
+depth 2; Cat's version is distorted; probe answers are scored against the fact's details."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scripted import ScriptedBackend
+
+from simulation.llm.types import LLMRequest
+
+TELLING = Path(__file__).parent / "data" / "good" / "telling.yaml"
+
+LINES = {
+    "ann": "I'm throwing a party at the Corner Cafe tomorrow at 5pm, please come!",
+    "bob": "Have you heard? Ann is having a party at the Corner Cafe tomorrow at 6pm.",
+    "cat": "Good morning, Bob! Lovely to see you.",
+}
+PROBE_ANSWERS = {
+    "ann": "Yes, my party is at the Corner Cafe tomorrow at 5pm.",
+    "bob": "Ann's party is at the Corner Cafe at 5pm tomorrow.",
+    "cat": "Yes, at the Corner Cafe at 6pm tomorrow.",
+}
+
+
+class Telling(ScriptedBackend):
+    """Everyone stays at the cafe; Ann and Cat open conversations, Bob only answers; each person
+    always says their own line, and every conversation ends after two lines."""
+
+    def answer(self, req: LLMRequest) -> str:
+        who = req.agent_id or ""
+        if req.purpose == "plan":
+            return json.dumps({"plan": [{"hour": h, "activity": "at the cafe", "place": "corner_cafe"}
+                                        for h in (7, 12, 18)]})
+        if req.purpose == "steps":
+            return json.dumps({"steps": [{"action": "sitting with a coffee", "place": "corner_cafe", "minutes": 30,
+                                          "importance": 2}]})
+        if req.purpose == "react":
+            talk = who != "bob" and "talk" in req.json_schema["properties"]["decision"]["enum"] \
+                if "properties" in (req.json_schema or {}) else who != "bob"
+            return json.dumps({"decision": "talk" if talk else "continue", "detail": LINES[who] if talk else ""})
+        if req.purpose == "utterance":
+            return json.dumps({"say": LINES[who], "end_conversation": True})
+        if req.purpose == "recap":
+            return json.dumps({"summary": "We said hello.", "view": "Someone I see at the cafe.", "feeling": 2,
+                               "importance": 4})
+        if req.purpose.startswith("probe"):
+            return json.dumps({"answer": PROBE_ANSWERS[who]})
+        return super().answer(req)
+
+
+@pytest.fixture(scope="module")
+def telling(tmp_path_factory, embedder):
+    from simulation import Simulation
+    from simulation import scenario as sc
+
+    with Simulation.from_scenario(sc.load(TELLING), backend=Telling(), out=tmp_path_factory.mktemp("runs")) as sim:
+        sim.run()
+        yield sim
+
+
+def test_the_scenario_runs_as_scripted(telling):
+    talks = telling.db.execute(
+        "select participants, started_tick from conversations order by id").fetchall()
+    assert [json.loads(p) for p, _ in talks][:2] == [["ann", "bob"], ["cat", "bob"]]
+
+
+def test_every_memory_records_where_it_came_from(telling):
+    db = telling.db
+    assert db.execute("select count(*) from memories where source is null").fetchone()[0] == 0
+    whisper = db.execute("select source, event_id from memories where agent_id = 'ann' and kind = 'thought'").fetchone()
+    assert whisper[0] == "whispered" and whisper[1] is not None
+    heard = db.execute(
+        "select m.from_agent, m.utterance_id, u.speaker_id, u.text from memories m join utterances u "
+        "on u.id = m.utterance_id where m.agent_id = 'bob' and m.source = 'heard' order by m.id").fetchone()
+    assert heard[0] == heard[2] == "ann" and heard[3] == LINES["ann"]
+    said = db.execute("select count(*) from memories where agent_id = 'ann' and source = 'said'").fetchone()[0]
+    assert said >= 1
+    recapped = db.execute("select from_agent, conversation_id from memories where agent_id = 'cat' and "
+                          "source = 'recapped'").fetchone()
+    assert recapped[0] == "bob" and recapped[1] is not None
+
+
+def test_the_cascade_is_ann_then_bob_then_cat(telling):
+    from simulation.rundb.facts import first_aware, spread
+
+    learned = {i.agent_id: i for i in first_aware(telling.db, telling.run_id)["party"]}
+    assert set(learned) == {"ann", "bob", "cat"}
+    assert (learned["ann"].source, learned["ann"].parent, learned["ann"].depth) == ("whispered", None, 0)
+    assert (learned["bob"].source, learned["bob"].parent, learned["bob"].depth) == ("heard", "ann", 1)
+    assert (learned["cat"].source, learned["cat"].parent, learned["cat"].depth) == ("heard", "bob", 2)
+    assert learned["ann"].tick <= learned["bob"].tick < learned["cat"].tick
+    # both told memories carry their source: the utterance that told them, and its speaker
+    for who, teller in (("bob", "ann"), ("cat", "bob")):
+        row = telling.db.execute("select speaker_id, listener_id from utterances where id = ?",
+                                 [learned[who].utterance_id]).fetchone()
+        assert row == (teller, who)
+    s = spread(telling.db, telling.run_id)["party"]
+    assert (s.aware, s.told, s.roots, s.depth) == (3, 2, 1, 2)
+    # Bob kept every detail; Cat was told 6pm instead of 5pm: one of the two told is distorted
+    assert learned["bob"].details == {"place": "kept", "day": "kept", "time": "kept"}
+    assert learned["cat"].details["time"] == "changed" and learned["cat"].details["place"] == "kept"
+    assert s.distorted == 1 and s.distortion == 0.5
+
+
+def test_probe_answers_are_scored_against_the_details(telling):
+    verdicts = dict(telling.db.execute(
+        "select agent_id, verdict from probes where fact_id = 'party'").fetchall())
+    assert verdicts == {"ann": "right", "bob": "right", "cat": "wrong"}
+
+
+def test_the_behaviour_table_holds_the_fact_numbers(telling):
+    from simulation.rundb.behaviour import stored
+
+    metrics = stored(telling.db, telling.run_id)
+    assert metrics["facts.party.aware_share"] == 1.0
+    assert metrics["facts.party.cascade_depth"] == 2.0
+    assert metrics["facts.party.distortion"] == 0.5
+    assert metrics["probes.party.right_share"] == pytest.approx(2 / 3)
+    assert metrics["talk.conversations"] >= 2
+
+
+def test_resume_reads_back_who_is_aware(tmp_path, embedder):
+    """Probe scoring after a resume knows who was aware before the stop (read from run.db)."""
+    from simulation import Simulation
+    from simulation import scenario as sc
+
+    with Simulation.from_scenario(sc.load(TELLING), backend=Telling(), out=tmp_path, ticks=3) as sim:
+        sim.run()
+        run_dir = sim.run_dir
+    with Simulation.resume(run_dir, ticks=1, backend=Telling()) as sim:
+        assert "ann" in sim.model.facts.aware["party"] and "bob" in sim.model.facts.aware["party"]
