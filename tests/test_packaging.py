@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rundb_support import make_run_db
+from rundb_support import make_traced_run_db
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("simulation", "ui")
@@ -157,11 +157,11 @@ def installed(built, tmp_path: Path) -> Path:
 
 def test_agora_ui_runs_from_a_fresh_install(installed, tmp_path):
     python, venv = installed, installed.parents[1].resolve()
-    run_dir = make_run_db(tmp_path / "runs" / "tiny")
+    run_dir = make_traced_run_db(tmp_path / "runs" / "tiny")
     env = _quiet_env(PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     where = _run_in(python, WHERE, tmp_path, env, str(run_dir))
     assert all(Path(f).resolve().is_relative_to(venv) for f in where["files"]), where["files"]
-    assert where["outcomes"] == "party: 2/4 aware; cider: 0/4 aware", "the installed viewer reads a run"
+    assert where["outcomes"] == "party: 4/4 aware, 3 told; cider: 0/4 aware, 0 told", "the installed viewer reads a run"
     pages = _run_in(python, PAGES, tmp_path, {**env, "AGORA_UI_RUNS": str(run_dir),
                                                 "AGORA_UI_RUNS_DIR": str(run_dir.parent)})
     assert pages == {"town": {"errors": [], "header": ["Town"]}, "metrics": {"errors": [], "header": ["Metrics"]}}

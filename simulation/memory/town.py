@@ -121,15 +121,17 @@ class TownMemory:
     def stream(self, agent_id: str) -> MemoryStream:
         return self.streams.setdefault(agent_id, MemoryStream())
 
-    def add(self, agent_id: str, kind: str, text: str, provenance: Provenance, *, importance: float | None = None,
-            evidence: Iterable[int] = (), depth: int = 0) -> MemoryNode:
-        """A new node, now; its run.db row is queued. ``importance`` None: rated later by the LLM."""
+    def add(self, agent_id: str, kind: str, text: str, provenance: Provenance | None = None, *,
+            importance: float | None = None, evidence: Iterable[int] = (), depth: int = 0) -> MemoryNode:
+        """A new node, now; its run.db row is queued. ``importance`` None: rated later by the LLM.
+        Every memory the engine forms says where it came from (``provenance``); None is for memories
+        made outside a run (tests of retrieval), which then carry no fact."""
         assert self.now is not None
         imp = None if importance is None else clamp_importance(importance)
         evidence = tuple(evidence)
         row = {"tick": self.tick, "sim_time": _iso(self.now), "agent_id": agent_id, "kind": kind, "text": text,
                "importance": imp, "evidence": json.dumps(list(evidence)) if evidence else None,
-               "last_accessed": _iso(self.now), "depth": depth, **provenance.columns()}
+               "last_accessed": _iso(self.now), "depth": depth, **(provenance.columns() if provenance else {})}
         node_id = self.buffer.add("memories", row) if self.buffer is not None else None
         node = self._add_node(MemoryNode(
             id=node_id if node_id is not None else self._next_id, agent_id=agent_id, kind=kind, text=text,
