@@ -75,6 +75,33 @@ def test_agora_behaviour_recomputes_a_run(report):
     assert "talk.encounters_per_agent_hour" in out.output and "facts.party.aware_share" in out.output
 
 
+def test_a_benchmark_run_again_reuses_finished_runs_and_resumes_interrupted_ones(report, flagship):
+    import sqlite3
+
+    from simulation import Simulation
+    from simulation.benchmark.behaviour import run_benchmark
+
+    result, _, out = report
+    first = result.runs[0]
+    con = sqlite3.connect(first.run_dir / "run.db")  # a verdict scored by older rules
+    probe_id, verdict = con.execute("select id, verdict from probes where fact_id = 'party' limit 1").fetchone()
+    con.execute("update probes set verdict = 'stale' where id = ?", (probe_id,))
+    con.commit()
+    con.close()
+    with Simulation.from_scenario(flagship, seed=6, out=out / "runs", ticks=6, backend=ScriptedBackend()) as sim:
+        sim.run(ticks=2)  # stopped after 2 of 6 ticks: interrupted
+    stopped = sim.run_dir
+
+    again = run_benchmark(flagship, [1, 6], out, ticks=6, backend=ScriptedBackend())
+    assert again.runs[0].run_dir == first.run_dir and again.runs[0].metrics == first.metrics
+    assert again.runs[1].run_dir == stopped and again.runs[1].metrics["probes.party.answers"] == 8
+    con = sqlite3.connect(first.run_dir / "run.db")
+    assert con.execute("select verdict from probes where id = ?", (probe_id,)).fetchone()[0] == verdict
+    assert con.execute("select ticks_done, status from runs").fetchone() == (6, "finished")
+    con.close()
+    assert len(list((out / "runs").glob("*/run.db"))) == 6  # nothing ran twice
+
+
 @pytest.mark.parametrize("seeds", ["1,x", "1,1", "-3"])
 def test_bad_seeds_are_bad_input(seeds, tmp_path):
     from simulation.cli import app

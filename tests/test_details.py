@@ -70,6 +70,10 @@ def test_times_said():
     ("Yes, it's at the pub at 9pm.", False, "invented"),
     ("Of course, I'm going!", False, "invented"),
     ("Yes, at Hobbs Cafe at 5pm.", False, "invented"),
+    ("I do not know of a Valentine's Day party, but I do know of a library. I volunteer at the Ville Library.",
+     False, "honest"),
+    ("I don't know, maybe at the Rose and Crown Pub at 8pm.", False, "invented"),
+    ("No idea. Ask Isabella.", False, "honest"),
 ])
 def test_probe_answers_are_scored_deterministically(reader, answer, aware, verdict):
     result = score_answer(reader, answer, QUESTION, (PLACE, DAY, TIME), MONDAY, aware)

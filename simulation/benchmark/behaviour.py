@@ -102,43 +102,89 @@ def _order(name: str) -> tuple[int, str]:
     return (groups.index(head) if head in groups else len(groups), name)
 
 
+def _earlier_runs(runs_dir: Path, scenario: str, ticks: int) -> dict[int, tuple[Path, str]]:
+    """seed -> (run directory, status) of the runs already under ``runs_dir`` for this scenario
+    and tick count, so a benchmark stopped halfway goes on where it stopped when run again."""
+    from simulation.rundb import connect_ro
+
+    found: dict[int, tuple[Path, str]] = {}
+    for db in sorted(runs_dir.glob("*/run.db")) if runs_dir.is_dir() else []:
+        try:
+            con = connect_ro(db)
+        except Exception:
+            continue
+        try:
+            row = con.execute("select seed, status from runs where scenario = ? and ticks_planned = ?",
+                              (scenario, ticks)).fetchone()
+        except Exception:
+            row = None
+        finally:
+            con.close()
+        if row is not None and row[1] in ("finished", "interrupted") and row[0] not in found:
+            found[row[0]] = (db.parent, row[1])
+    return found
+
+
 def run_benchmark(loaded: LoadedScenario, seeds: Sequence[int], out: Path, *, ticks: int | None = None,
                   llm: BackendChoice | None = None, backend: Backend | str | None = None, command: str = "",
                   on_seed: Callable[[int, int], None] | None = None,
                   on_tick: Callable[[int, int], None] | None = None) -> BenchmarkResult:
     """Run ``loaded`` once per seed into ``out/runs`` and collect each run's behaviour metrics.
-    ``on_seed(i, seed)`` before each run; ``on_tick(done, total)`` after each of its ticks."""
-    import time
+    ``on_seed(i, seed)`` before each run; ``on_tick(done, total)`` after each of its ticks.
 
+    A seed that already has a run of this scenario and tick count under ``out/runs`` is not run
+    again: a finished run is re-read (its probe answers re-scored with the current rules), an
+    interrupted one is resumed. A run's wall time is the sum of its ticks' (probes excluded)."""
     from simulation import Simulation
+    from simulation.errors import RunError
+    from simulation.provenance.rescore import rescore_probes
     from simulation.rundb import connect_ro
+    from simulation.rundb.behaviour import behaviour as compute
     from simulation.rundb.facts import awareness_curve, probe_verdicts
     from simulation.rundb.metrics import people
+    from simulation.store import RunStore
 
-    result: BenchmarkResult | None = None
     runs_dir = Path(out) / "runs"
+    planned = ticks if ticks is not None else loaded.scenario.clock.total_ticks
+    earlier = _earlier_runs(runs_dir, loaded.scenario.name, planned)
+    result = BenchmarkResult(loaded.scenario.name, list(seeds), ticks, "", "", command)
+    tick_cb = (lambda s: on_tick(s.ticks - s.ticks_left, s.ticks)) if on_tick else None
     for i, seed in enumerate(seeds):
         if on_seed is not None:
             on_seed(i, seed)
-        started = time.perf_counter()
-        with Simulation.from_scenario(loaded, seed=seed, out=runs_dir, ticks=ticks, llm=llm, backend=backend) as sim:
-            if result is None:
-                result = BenchmarkResult(loaded.scenario.name, list(seeds), ticks, sim.model.llm.backend.name,
-                                         sim.model.llm.backend.model_id, command)
-            sim.run(on_tick=(lambda s: on_tick(s.ticks - s.ticks_left, s.ticks)) if on_tick else None)
-            run_dir, run_id = sim.run_dir, sim.run_id
-        wall = time.perf_counter() - started
+        if seed in earlier and earlier[seed][1] == "finished":
+            run_dir = earlier[seed][0]
+            store = RunStore.open(run_dir)
+            try:
+                rescore_probes(store.db.conn, store.run_id)
+                store.db.conn.commit()
+                store.replace_behaviour(compute(store.db, store.run_id))
+            finally:
+                store.close()
+        else:
+            own = backend if backend is not None and not isinstance(backend, str) else None
+            opened = (Simulation.resume(earlier[seed][0], llm=llm, backend=own) if seed in earlier else
+                      Simulation.from_scenario(loaded, seed=seed, out=runs_dir, ticks=ticks, llm=llm, backend=backend))
+            with opened as sim:
+                sim.run(on_tick=tick_cb)
+                run_dir = sim.run_dir
         con = connect_ro(run_dir / "run.db")
         try:
             from simulation.rundb.behaviour import stored
 
-            metrics = stored(con, run_id)
-            result.runs.append(SeedRun(seed, run_dir, metrics, awareness_curve(con, run_id),
+            run_id, made_by, model, wall = con.execute(
+                "select r.run_id, r.backend, r.model, (select sum(wall_s) from ticks t where t.run_id = r.run_id) "
+                "from runs r").fetchone()
+            if not result.backend:
+                result.backend, result.model = made_by, model
+            elif (made_by, model) != (result.backend, result.model):
+                raise RunError(f"{run_dir} was made by {made_by} {model}, the benchmark's other runs by "
+                               f"{result.backend} {result.model}: give a new --out to start over")
+            result.runs.append(SeedRun(seed, run_dir, stored(con, run_id), awareness_curve(con, run_id),
                                        {f: dict(c) for f, c in probe_verdicts(con, run_id).items()},
-                                       len(people(con, run_id)), wall))
+                                       len(people(con, run_id)), wall or 0.0))
         finally:
             con.close()
-    assert result is not None
     return result
 
 

@@ -49,7 +49,9 @@ def bench_behaviour(
     cache_path: CachePathOpt = None,
     quiet: common.quiet_option("the report's path") = False,  # type: ignore[valid-type]
 ) -> None:
-    """Run a scenario over several seeds and report each behaviour metric's mean and 95 % interval."""
+    """Run a scenario over several seeds and report each behaviour metric's mean and 95 % interval.
+
+    Run again with the same --out, it reuses the finished runs there and resumes the interrupted ones."""
     from simulation import scenario as sc
     from simulation.benchmark.behaviour import run_benchmark, write_report
 
@@ -101,12 +103,15 @@ def bench_behaviour(
 def behaviour(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="run directory (holds run.db)", show_default=False)],
 ) -> None:
-    """Compute a run's behaviour metrics (docs/behaviour.md), store them in its run.db and print them."""
+    """Re-score a run's probe answers, compute its behaviour metrics (docs/behaviour.md), store both in its run.db and print them."""
+    from simulation.provenance.rescore import rescore_probes
     from simulation.rundb.behaviour import behaviour as compute
     from simulation.store import RunStore
 
     store = RunStore.open(run_dir)
     try:
+        rescore_probes(store.db.conn, store.run_id)
+        store.db.conn.commit()
         metrics = compute(store.db, store.run_id)
         store.replace_behaviour(metrics)
     finally:

@@ -21,6 +21,7 @@ _NEG = r"(?:don't|do not|didn't|did not|haven't|have not|hasn't|never|not)"
 DONT_KNOW = re.compile(
     r"\b" + _NEG + r"\s+(?:really\s+)?(?:know|heard|hear|sure|aware|remember|recall)\b|\bno idea\b|\bunaware\b|"
     r"\bnothing about\b|\bnot that i know\b|^\W*no\b", re.IGNORECASE)
+FIRST_SENTENCE = re.compile(r".+?(?:[.!?;](?=\s|$)|$)", re.DOTALL)
 AFFIRM = re.compile(r"^\W*(?:yes|yeah|yep|sure|of course|indeed|i do\b|i know\b|i've heard|i have heard|i heard)",
                     re.IGNORECASE)
 
@@ -49,9 +50,21 @@ def score_answer(reader: DetailReader, answer: str, question: str, details: Sequ
         else:
             verdict = MISSED
     else:
-        claims = kept + changed > 0 or (AFFIRM.search(text) is not None and DONT_KNOW.search(text) is None)
-        verdict = INVENTED if claims else HONEST
+        verdict = INVENTED if _claims(reader, text, asked, when, kept + changed > 0) else HONEST
     return ProbeScore(verdict, found)
+
+
+def _claims(reader: DetailReader, text: str, asked: Sequence[Detail], when: date, names_a_detail: bool) -> bool:
+    """Whether an unaware person's answer claims to know. An answer that opens by saying it does not
+    know is honest even if it then talks of something else ("I don't know of a party, but I
+    volunteer at the library"), unless that opening sentence itself names a detail ("I don't
+    know, maybe the pub at 8")."""
+    first = FIRST_SENTENCE.match(text.strip())
+    opening = first.group(0) if first else text
+    if DONT_KNOW.search(opening):
+        opened = reader.read_all(opening, asked, when)
+        return any(v in (KEPT, CHANGED) for v in opened.values())
+    return names_a_detail or (AFFIRM.search(text) is not None and DONT_KNOW.search(text) is None)
 
 
 __all__ = ["CHANGED", "KEPT", "LOST", "ProbeScore", "score_answer"]

@@ -1,0 +1,50 @@
+"""Re-scoring a finished run's probe answers with the current rules.
+
+A probe's verdict is computed when the answer is given, from the answer, the question, the fact's
+details and whether the person was aware (all stored in run.db). When the scoring rules improve,
+old runs should be judged by the same rules as new ones, without asking the model again: this
+reads the stored answers back and writes fresh verdicts. Awareness is not recomputed; it comes
+from the tracker at the time and is kept as stored.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import date
+
+import yaml
+
+from simulation.provenance.details import DetailReader, place_aliases
+from simulation.provenance.probes import score_answer
+
+
+def rescore_probes(con: sqlite3.Connection, run_id: str) -> int:
+    """Re-score every fact probe of ``run_id`` in place (the caller commits); returns how many."""
+    from simulation.provenance.facts import fact_text
+    from simulation.scenario import Fact
+
+    row = con.execute("select scenario_yaml from runs where run_id = ?", (run_id,)).fetchone()
+    if row is None or not row[0]:
+        return 0
+    doc = yaml.safe_load(row[0]) or {}
+    facts = {f["id"]: Fact.model_validate(f) for f in doc.get("facts") or [] if isinstance(f, dict) and "id" in f}
+    places = {pid: (name, kind or "") for pid, name, kind in
+              con.execute("select place_id, name, kind from places where run_id = ?", (run_id,))}
+    reader = DetailReader(place_aliases(places))
+    rows = con.execute("select id, sim_time, question, answer, fact_id, aware from probes "
+                       "where run_id = ? and fact_id is not null", (run_id,)).fetchall()
+    done = 0
+    for pid, sim_time, question, answer, fact_id, aware in rows:
+        fact = facts.get(fact_id)
+        if fact is None or aware is None:
+            continue
+        when = date.fromisoformat(sim_time[:10])
+        result = score_answer(reader, answer or "", question or "", fact_text(fact).details, when, bool(aware))
+        con.execute("update probes set verdict = ?, details = ? where id = ?",
+                    (result.verdict, json.dumps(result.details, ensure_ascii=False), pid))
+        done += 1
+    return done
+
+
+__all__ = ["rescore_probes"]
