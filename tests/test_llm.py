@@ -223,25 +223,29 @@ def _requests(n_agents=3, n_each=2):
     ]
 
 
+@pytest.fixture(scope="module")
+def answered(llama):
+    """The requests answered together, once: both tests below read them."""
+    return llama.generate(_requests())
+
+
 @pytest.mark.slow
-def test_bundled_model_answers_under_the_schema(llama):
-    model = Act
-    outs = llama.generate(_requests())
-    assert all(o.error is None for o in outs)
-    for o in outs:
-        value, err = parse_answer(o.text, model)
+def test_bundled_model_answers_under_the_schema(answered):
+    assert all(o.error is None for o in answered)
+    for o in answered:
+        value, err = parse_answer(o.text, Act)
         assert err is None, (o.text, err)
         assert o.prompt_tokens > 0 and o.completion_tokens > 0
 
 
 @pytest.mark.slow
-def test_answers_do_not_depend_on_what_ran_before(llama):
+def test_answers_do_not_depend_on_what_ran_before(llama, answered):
     """The same request gives the same answer whether its persona prefix was cached, restored
     from a saved state, or evaluated cold, and whatever was evaluated just before it."""
     from simulation.llm.llamacpp import LlamaCppBackend
 
     reqs = _requests()
-    together = [o.text for o in llama.generate(reqs)]
+    together = [o.text for o in answered]
     alone_reversed = [llama.generate([r])[0].text for r in reversed(reqs)][::-1]
     assert together == alone_reversed
     cold = LlamaCppBackend(prefix_states=0)

@@ -21,15 +21,43 @@ def rows(run, sql, params=()):
     return [dict(r) for r in run.store.db.query(sql, params)]
 
 
-def test_every_agent_has_events_memories_and_states(make_run, scripted):
-    run = run_ticks(make_run(scripted, ticks=18))
+@pytest.fixture(scope="module")
+def morning(tmp_path_factory, flagship, embedder):
+    """Six game hours of the flagship on the default scripted backend, made once: the tests that
+    only read a run (its rows, its backend's batches) share it. Returns (run, backend)."""
+    from simulation import Simulation
+
+    backend = ScriptedBackend()
+    run = Simulation.from_scenario(flagship, backend=backend, out=tmp_path_factory.mktemp("runs"), ticks=36)
+    return run_ticks(run), backend
+
+
+@pytest.fixture(scope="module")
+def endless_talk(tmp_path_factory, flagship, embedder):
+    """Six game hours in which nobody says goodbye, made once. After every tick, each conversation
+    row is read with its utterance count: (tick, id, turns, utterances, ended_tick). Returns (run, seen)."""
+    from simulation import Simulation
+
+    run = Simulation.from_scenario(flagship, backend=ScriptedBackend(end_after=99),
+                                   out=tmp_path_factory.mktemp("runs"), ticks=36)
+    seen = []
+    for _ in range(run.ticks):
+        run.model.step()
+        for conv in rows(run, "select * from conversations"):
+            said = rows(run, "select count(*) n from utterances where conversation_id = ?", (conv["id"],))[0]["n"]
+            seen.append((run.model.tick, conv["id"], conv["turns"], said, conv["ended_tick"]))
+    return run, seen
+
+
+def test_every_agent_has_events_memories_and_states(morning):
+    run, _ = morning
     db = run.store.db
     agents = {r["agent_id"] for r in db["agents"].rows}
     assert len(agents) == 8
     assert {r["agent_id"] for r in db.query("select distinct agent_id from events where agent_id is not null")} == agents
     assert {r["agent_id"] for r in db.query("select distinct agent_id from memories")} == agents
-    assert db["ticks"].count == 18
-    assert db["agent_states"].count == 18 * 8
+    assert db["ticks"].count == run.ticks == 36
+    assert db["agent_states"].count == 36 * 8
     for table in ("events", "memories", "llm_calls", "agent_states", "ticks"):
         assert all(r["run_id"] == run.run_id for r in db[table].rows)
 
@@ -42,8 +70,8 @@ def test_whisper_becomes_a_thought_at_its_tick(make_run, scripted):
     assert "party" in thoughts[0]["text"].lower()
 
 
-def test_llm_calls_account_every_call(make_run, scripted):
-    run = run_ticks(make_run(scripted, ticks=12))
+def test_llm_calls_account_every_call(morning):
+    run, scripted = morning
     db = run.store.db
     sent = sum(len(b) for b in scripted.batches)
     assert db["llm_calls"].count == sent == run.model.llm.stats.calls
@@ -76,9 +104,10 @@ def test_a_tick_sends_one_batch_per_step_not_per_agent(make_run, scripted):
     assert run.model.memory.stats.batches <= len(scripted.batches), "retrievals are batched the same way"
 
 
-def test_cognition_is_event_driven_few_calls_per_agent_per_game_hour(make_run):
+def test_cognition_is_event_driven_few_calls_per_agent_per_game_hour(morning):
     """Everyone always wants to talk here, and still: well under the reference code's ~54."""
-    run = run_ticks(make_run(ScriptedBackend(), ticks=36))
+    run, _ = morning
+    assert run.ticks == 36
     calls = run.store.db.execute("select count(*) from llm_calls").fetchone()[0]
     per_agent_hour = calls / len(run.model.people) / 6
     assert per_agent_hour < 6
@@ -121,9 +150,8 @@ def test_conversations_alternate_and_end(make_run):
             assert line["llm_call_id"] is not None
 
 
-def test_turn_cap_ends_conversations(make_run):
-    backend = ScriptedBackend(end_after=99)
-    run = run_ticks(make_run(backend, ticks=36))
+def test_turn_cap_ends_conversations(endless_talk):
+    run, _ = endless_talk
     ended = rows(run, "select * from conversations where ended_tick is not null")
     assert ended and all(c["end_reason"] in ("turn limit", "bedtime") for c in ended)
     assert any(c["turns"] == run.model.scenario.cognition.max_conversation_turns for c in ended)
@@ -208,8 +236,8 @@ def test_probes_are_answered_and_recorded(make_run, scripted):
 
 
 @pytest.mark.parametrize("agent_id", ["isabella_rodriguez", "theo_lindqvist"])
-def test_prompts_keep_persona_in_the_system_message(make_run, scripted, agent_id):
-    run = run_ticks(make_run(scripted, ticks=12))
+def test_prompts_keep_persona_in_the_system_message(morning, agent_id):
+    run, _ = morning
     calls = rows(run, "select messages from llm_calls where agent_id = ?", (agent_id,))
     systems = {json.loads(c["messages"])[0]["content"] for c in calls}
     assert len(systems) == 1, "the persona block is the same in every call (it is the cached prefix)"
@@ -281,13 +309,11 @@ def test_agents_awake_at_the_start_are_up_not_waking_up(make_run, scripted):
     assert planned == awake
 
 
-def test_open_conversation_row_is_current_after_every_tick(make_run):
-    run = make_run(ScriptedBackend(end_after=99), ticks=36)
-    for _ in range(36):
-        run.model.step()
-        for conv in rows(run, "select * from conversations"):
-            said = rows(run, "select count(*) n from utterances where conversation_id = ?", (conv["id"],))[0]["n"]
-            assert conv["turns"] == said
+def test_open_conversation_row_is_current_after_every_tick(endless_talk):
+    _, seen = endless_talk
+    assert any(ended is None for *_, ended in seen), "conversations were seen open"
+    for tick, conv_id, turns, said, _ in seen:
+        assert turns == said, f"conversation {conv_id} after tick {tick}"
 
 
 def test_rerouting_mid_walk_keeps_the_minutes_walked(make_run, scripted):

@@ -43,13 +43,27 @@ def scenario_file(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(scenario_file, tmp_path_factory) -> Path:
+def reference(scenario_file, tmp_path_factory, embedder) -> Path:
     """The uninterrupted run, against its own server and cache."""
     tmp = tmp_path_factory.mktemp("reference")
     with FaultServer(answer=scripted_answer) as server:
-        printed = finish(agora("run", str(scenario_file), "--ticks", str(TICKS), "--out", str(tmp), "--quiet",
-                               *llm_args(server.url, tmp / "cache.sqlite")))
-    return Path(printed.strip().splitlines()[-1])
+        return run_here(scenario_file, tmp, server.url, tmp / "cache.sqlite")
+
+
+def run_here(scenario: Path, out: Path, url: str, cache: Path) -> Path:
+    """``agora run SCENARIO --ticks TICKS`` with ``llm_args(url, cache)``, in this process: the run
+    loop the command drives (``Simulation.run``) with the same backend options. An `agora` process
+    spends most of a 14-tick run starting up (torch, the embedder); the runs that must be processes
+    (killed, stopped, resumed) are, and comparing them with these shows the command adds nothing."""
+    from simulation import Simulation
+    from simulation import scenario as sc
+    from simulation.llm.factory import BackendChoice
+
+    choice = BackendChoice(backend="openai", model="scripted", base_urls=[url], cache_path=str(cache))
+    with Simulation.from_scenario(sc.load(scenario), out=out, ticks=TICKS, llm=choice) as sim:
+        summary = sim.run()
+    assert summary.status == "finished" and summary.ticks_done == TICKS
+    return sim.run_dir
 
 
 def agora(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -204,7 +218,8 @@ def test_resume_bad_input_exits_2(args, code, fragment):
 
 def test_transient_server_faults_change_nothing(tmp_path, scenario_file, reference):
     """500s, 429s and dropped connections sprinkled over the run's requests: the openai backend's
-    retries absorb them and the run is row for row the uninterrupted one."""
+    retries absorb them and the run is row for row the uninterrupted one (in this process: what
+    is tested is the backend, and the tests above run the command)."""
     rng = random.Random(7)
     script = [rng.choice(["500", "429", "reset"]) if rng.random() < 0.2 else "ok" for _ in range(80)]
     faults = sum(action != "ok" for action in script)
@@ -212,9 +227,8 @@ def test_transient_server_faults_change_nothing(tmp_path, scenario_file, referen
     patient.write_text(scenario_file.read_text().replace("  max_retries: 1", "  max_retries: 10").replace(
         "  patience_s: 2", "  patience_s: 60"))
     with FaultServer(script, answer=scripted_answer) as server:
-        printed = finish(agora("run", str(patient), "--ticks", str(TICKS), "--out", str(tmp_path), "--quiet",
-                               *llm_args(server.url, tmp_path / "cache.sqlite")))
+        run_dir = run_here(patient, tmp_path, server.url, tmp_path / "cache.sqlite")
         served = len(server.bodies)
     print(f"{faults} faults scheduled over the first {len(script)} of {served} requests")
     assert served > len(script), "the run must have gone through the whole fault schedule"
-    assert_same_run(reference, Path(printed.strip().splitlines()[-1]))
+    assert_same_run(reference, run_dir)
