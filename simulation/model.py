@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from datetime import time as clock_time
 from pathlib import Path
 
 import mesa
@@ -25,7 +26,7 @@ from simulation.checkpoint import capture, restore
 from simulation.cognition import CognitionSettings, Phase, TickNotes, prompts, scenario_phases
 from simulation.cognition.probe import answer_probe
 from simulation.conversations import Conversations
-from simulation.core import Action, MemoryKind, Moment, PlaceEvent, Provenance, Source, Status
+from simulation.core import Action, Happening, MemoryKind, Moment, PlaceEvent, Provenance, Source, Status
 from simulation.llm.backend import Backend
 from simulation.llm.client import ClientStats, LLMClient
 from simulation.llm.types import RawCompletion
@@ -42,6 +43,13 @@ from simulation.scenario import LoadedScenario, resolve_path
 from simulation.store import RunStore, dumps, sim_iso
 from simulation.town import TownMap
 from simulation.town_mind import TownMind
+
+
+SEED_IMPORTANCE = 5.0
+"""Importance of a persona's seed memories (the middle of the 1-10 scale): part of who the person
+is, identical in every run, so not rated by the LLM at the start of each run (in the 25-person
+flagship that was three quarters of the first tick's questions). Seeds of a fact the person
+knows (``facts[].known_by``) are news, and are rated."""
 
 
 class TownModel(mesa.Model):
@@ -116,6 +124,7 @@ class TownModel(mesa.Model):
             moment=self.moment, llm=self.llm, memory=self.memory, town=self.town, hub=self.hub,
             social=self.social, agents=self.people, order=[a.state for a in self.order],
             conversations=self.conversations, recorder=self.recorder, place_events=lambda: self.place_events,
+            happenings=self._happenings,
         )
         self.phases: list[Phase] = (list(phases) if phases is not None
                                     else scenario_phases(cog.phases, loaded.path))
@@ -127,8 +136,8 @@ class TownModel(mesa.Model):
             return
         for agent in self.order:
             s = agent.state
-            for text in s.persona.memories:
-                self.memory.add(s.id, MemoryKind.SEED, text, Provenance(Source.SEEDED))
+            for text in s.persona.memories:  # who they are: the same in every run, not worth a question each
+                self.memory.add(s.id, MemoryKind.SEED, text, Provenance(Source.SEEDED), importance=SEED_IMPORTANCE)
             for fact in sc.facts:
                 if s.id in fact.known_by:
                     self.memory.add(s.id, MemoryKind.SEED, fact.text, Provenance(Source.SEEDED, fact=fact.id))
@@ -149,6 +158,24 @@ class TownModel(mesa.Model):
         reader = DetailReader(place_aliases({pid: (p.name, p.kind) for pid, p in self.town.places.items()}))
         people = [rp.persona.name for rp in self.loaded.people]
         return FactTracker(facts, ConveysDetector(embedder, facts, names, people), reader, self.buffer)
+
+    def _happenings(self, person_id: str) -> list[Happening]:
+        """The facts ``person_id`` is aware of that say where and when something happens (a place,
+        a date and a time detail), as happenings, by start."""
+        if self.facts is None:
+            return []
+        out = []
+        for fact in self.scenario.facts:
+            if person_id not in self.facts.aware.get(fact.id, set()):
+                continue
+            kinds = {d.kind: d.value for d in fact.details}
+            if not {"place", "date", "time"} <= kinds.keys():
+                continue
+            day = date.fromisoformat(kinds["date"])
+            times = [datetime.combine(day, clock_time.fromisoformat(t.strip())) for t in kinds["time"].split("-", 1)]
+            out.append(Happening(fact.id, kinds["place"], times[0],
+                                 times[-1] if len(times) > 1 else times[0] + timedelta(hours=1)))
+        return sorted(out, key=lambda h: (h.start, h.fact))
 
     # ------------------------------------------------------------------ time
 

@@ -17,8 +17,8 @@ from simulation.agents import AgentState
 from simulation.cognition.mind import CognitionSettings, TickNotes
 from simulation.conversation import Conversation
 from simulation.conversations import Conversations
-from simulation.core import Moment, PlaceEvent, PlanItem, Provenance
-from simulation.llm.client import Answer, LLMClient
+from simulation.core import Happening, Moment, PlaceEvent, PlanItem, Provenance
+from simulation.llm.client import Answer, LLMClient, Rating
 from simulation.memory import MemoryNode, MemoryStream, TownMemory
 from simulation.recorder import Recorder
 from simulation.relationships import SocialGraph, Tie
@@ -34,7 +34,8 @@ class TownMind:
     def __init__(self, *, settings: CognitionSettings, moment: Moment, llm: LLMClient, memory: TownMemory,
                  town: TownMap, hub: str, social: SocialGraph, agents: dict[str, PersonaAgent],
                  order: list[AgentState], conversations: Conversations, recorder: Recorder,
-                 place_events: Callable[[], list[PlaceEvent]]):
+                 place_events: Callable[[], list[PlaceEvent]],
+                 happenings: Callable[[str], list[Happening]] = lambda _person: []):
         self.settings = settings
         self.notes = TickNotes()
         self._moment = moment
@@ -49,6 +50,7 @@ class TownMind:
         self._conversations = conversations
         self._recorder = recorder
         self._place_events = place_events
+        self._happenings = happenings
 
     # time and places
     @property
@@ -69,6 +71,9 @@ class TownMind:
 
     def place_name(self, place: str) -> str:
         return self._town.name(place)
+
+    def place_kind(self, place: str) -> str:
+        return self._town.places[place].kind
 
     def objects(self, place: str) -> list[str]:
         return self._town.places[place].objects
@@ -99,11 +104,19 @@ class TownMind:
     def after_conversation(self, person_id: str, other_id: str, sentiment: float, view: str) -> None:
         self._social.after_conversation(person_id, other_id, sentiment, view)
 
+    def happenings(self, person_id: str) -> list[Happening]:
+        return self._happenings(person_id)
+
     # the LLM
     async def ask(self, me: AgentState, messages: list[dict[str, str]], schema: type[T], *, default: T,
                   purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None) -> Answer[T]:
         return await self._llm.ask(messages, schema, default=default, purpose=purpose, agent_id=me.id,
                                    tick=self._moment.tick, max_tokens=max_tokens, check=check)
+
+    async def ask_rating(self, me: AgentState, messages: list[dict[str, str]], options: Sequence[str],
+                         values: Sequence[float], *, default: float, purpose: str) -> Rating:
+        return await self._llm.rate(messages, options, values, default=default, purpose=purpose, agent_id=me.id,
+                                    tick=self._moment.tick)
 
     # memory
     def memories(self, person_id: str) -> MemoryStream:

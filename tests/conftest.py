@@ -7,6 +7,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
+"""The flagship: 25 people over two game days (its validity is tested; it is too big for scripted runs)."""
+SMALL = ROOT / "scenarios" / "valentines-small.yaml"
+"""The flagship's first version: its 8 named people in 15 places, the town the scripted runs use."""
 MINIMAL = ROOT / "tests" / "data" / "good" / "minimal.yaml"
 """Two people in two places: real-model tests that check a mechanism, not the town, run it."""
 sys.path.insert(0, str(Path(__file__).parent))
@@ -14,9 +17,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 @pytest.fixture(scope="session")
 def flagship():
+    """The small flagship (``SMALL``): eight people make a lively scripted run in seconds."""
     from simulation import scenario
 
-    return scenario.load(FLAGSHIP)
+    return scenario.load(SMALL)
 
 
 @pytest.fixture

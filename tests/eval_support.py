@@ -18,6 +18,7 @@ from typing import Any
 from scripted import AnsweringBackend
 
 from simulation.evaluation import ipip
+from simulation.llm.scoring import ScoredOptions
 from simulation.llm.types import LLMRequest
 
 
@@ -54,6 +55,10 @@ class EvalDouble(AnsweringBackend):
         p = req.purpose
         if p in self.garbage:
             return "I am not JSON {"
+        if req.options is not None:  # a rating: all the probability on what it would have written
+            written = json.loads(self.answer(req.model_copy(update={"options": None, "json_schema": None})))
+            picked = str(written.get("rating") or "".join(ch for ch in written.get("final_line", "") if ch.isdigit()))
+            return ScoredOptions([0.0 if o == picked else None for o in req.options], exact=True).to_text()
         rng = random.Random(req.seed)
         if p.startswith("ipip"):
             item = next(i for i in ipip.items() if i.id == int(p[4:]))

@@ -2,7 +2,8 @@
 in milliseconds with no model, run.db, embedder, event loop batching or LLM.
 
 Answers come from ``answers``: purpose -> a function (schema, default) -> value (the default when
-no function is given), so a test says exactly what "the model" answers. Retrieval returns the
+no function is given; for a rating, (options, default) -> the rating), so a test says exactly
+what "the model" answers. Retrieval returns the
 person's newest memories (no vectors). Everything a phase records lands in plain lists.
 """
 
@@ -17,8 +18,8 @@ from typing import Any
 from simulation.agents import AgentState
 from simulation.cognition import CognitionSettings, Phase, TickNotes
 from simulation.conversation import Conversation
-from simulation.core import PlaceEvent, Status
-from simulation.llm.client import Answer
+from simulation.core import Happening, PlaceEvent, Status
+from simulation.llm.client import Answer, Rating
 from simulation.memory import MemoryNode, MemoryStream
 from simulation.relationships import SocialGraph, Tie
 
@@ -41,6 +42,10 @@ class FakeMind:
     places: dict[str, str] = field(default_factory=lambda: {"home_a": "Home A", "cafe": "Cafe"})
     hub: str = "cafe"
     settings: CognitionSettings = SETTINGS
+    kinds: dict[str, str] = field(default_factory=dict)
+    """place id -> kind (default: "home" for ids starting with home, else the id itself)."""
+    known: list[Happening] = field(default_factory=list)
+    """What every person knows will happen (``happenings``)."""
     answers: dict[str, Callable[[type, Any], Any]] = field(default_factory=dict)
     events_at: list[PlaceEvent] = field(default_factory=list)
     notes: TickNotes = field(default_factory=TickNotes)
@@ -64,6 +69,9 @@ class FakeMind:
     def place_name(self, place: str) -> str:
         return self.places[place]
 
+    def place_kind(self, place: str) -> str:
+        return self.kinds.get(place, "home" if place.startswith("home") else place)
+
     def objects(self, place: str) -> list[str]:
         return []
 
@@ -86,6 +94,9 @@ class FakeMind:
     def after_conversation(self, person_id: str, other_id: str, sentiment: float, view: str) -> None:
         self.social.after_conversation(person_id, other_id, sentiment, view)
 
+    def happenings(self, person_id: str) -> list[Happening]:
+        return list(self.known)
+
     # the LLM
     async def ask(self, me, messages, schema, *, default, purpose, max_tokens, check=None):
         self.asked.append(Asked(me.id, str(purpose), messages))
@@ -95,6 +106,14 @@ class FakeMind:
             value = schema.model_validate(value)
         ok = answer is not None and (check is None or check(value) is None)
         return Answer(value if ok else default, ok, len(self.asked))
+
+    async def ask_rating(self, me, messages, options, values, *, default, purpose):
+        """``answers[purpose](options, default)`` gives the rating's value (the default without one)."""
+        self.asked.append(Asked(me.id, str(purpose), messages))
+        answer = self.answers.get(str(purpose))
+        if answer is None:
+            return Rating(default, [], False, call_id=len(self.asked))
+        return Rating(float(answer(options, default)), [], True, call_id=len(self.asked))
 
     # memory
     def memories(self, person_id: str) -> MemoryStream:

@@ -32,9 +32,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def chat_reply(content: str, finish: str = "stop") -> dict[str, Any]:
-    return {"id": "x", "object": "chat.completion", "model": "fault-model",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+def chat_reply(content: str, finish: str = "stop", top: dict[str, float] | None = None) -> dict[str, Any]:
+    """A chat completion; with ``top`` (token -> logprob), the first token's top log-probabilities."""
+    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
+    if top is not None:
+        choice["logprobs"] = {"content": [{"token": content, "logprob": max(top.values(), default=0.0),
+                                           "top_logprobs": [{"token": t, "logprob": v} for t, v in top.items()]}]}
+    return {"id": "x", "object": "chat.completion", "model": "fault-model", "choices": [choice],
             "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}
 
 
@@ -48,7 +52,8 @@ class FaultServer:
 
     def __init__(self, script: list[str] | None = None, delay: float = 0.0, models: list[str] | None = None,
                  answer: Callable[[dict[str, Any]], str] | None = None, port: int | None = None):
-        """``answer`` turns a request body into the content of an "ok" reply (default {"n": N})."""
+        """``answer`` turns a request body into the content of an "ok" reply (default {"n": N}), or
+        into the whole reply (a dict)."""
         self.answer = answer
         self.gone = False
         self.script: deque[str] = deque(script or [])
@@ -115,7 +120,8 @@ class FaultServer:
                 if action == "no_schema" and (body.get("response_format") or {}).get("type") == "json_schema":
                     return self._send(400, '{"error": "response_format type json_schema is not supported"}')
                 content = server.answer(body) if server.answer else json.dumps({"n": n})
-                return self._send(200, json.dumps(chat_reply(content)))
+                reply = content if isinstance(content, dict) else chat_reply(content)
+                return self._send(200, json.dumps(reply))
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.httpd.daemon_threads = True
@@ -135,16 +141,26 @@ class FaultServer:
 
 
 # The scripted backend's answers over HTTP: the purpose is read from the answer schema's fields.
-_PURPOSE_BY_FIELD = {"ratings": "importance", "plan": "plan", "hours": "hours", "steps": "steps",
+_PURPOSE_BY_FIELD = {"plan": "plan", "hours": "hours", "steps": "steps",
                      "decision": "react", "say": "utterance", "summary": "recap", "questions": "questions",
                      "insights": "insights", "answer": "probe"}
 
 
-def scripted_answer(body: dict[str, Any]) -> str:
-    """What ``ScriptedBackend`` would answer to this chat completion request."""
+RATING_SCALES = [tuple(str(i) for i in range(1, 11)), tuple(str(i) for i in range(1, 6))]
+
+
+def scripted_answer(body: dict[str, Any]) -> str | dict[str, Any]:
+    """What ``ScriptedBackend`` would answer to this chat completion request; a rating (a request
+    for log-probabilities) gets the option it would put all the probability on."""
     from scripted import ScriptedBackend
 
     from simulation.llm.types import LLMRequest
+
+    if body.get("logprobs"):
+        prompt = body["messages"][-1]["content"]
+        scale = RATING_SCALES[0] if any("1 to 10" in m["content"] for m in body["messages"]) else RATING_SCALES[1]
+        picked = ScriptedBackend().rated(prompt, scale, body.get("seed", 0))
+        return chat_reply(picked, "length", top={picked: -0.001, "x": -7.0})
 
     fmt = body.get("response_format") or {}
     schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}

@@ -6,7 +6,8 @@ memories to rate), picks with the request seed, so runs differ by seed but are
 reproducible, records every batch it was handed, and can be told to answer some purposes
 with garbage to exercise the client's retry and fallback path.
 
-Importance: a memory mentioning the party is an 8, anything else a 3 (``importance``).
+Importance: a memory mentioning the party is an 8, anything else a 3 (``importance``), with all
+the probability on that option; other ratings put it on an option picked with the seed.
 Reactions: ``react`` is the decision when someone can be talked to ("talk" by default,
 or "continue"/"react"); with nobody to talk to, the decision is ``react_alone``.
 """
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simulation.llm.backend import OnDone
+from simulation.llm.scoring import ScoredOptions
 from simulation.llm.types import LLMRequest, RawCompletion
 
 
@@ -37,10 +39,13 @@ def _prop(schema: dict[str, Any], name: str) -> dict[str, Any]:
 
 def _enum(schema: dict[str, Any], name: str) -> list[Any]:
     prop = _prop(schema, name)
+    if "const" in prop:  # a Literal of one value
+        return [prop["const"]]
     return prop["enum"] if "enum" in prop else prop["items"]["enum"]
 
 
 _NUMBERED = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
+_MEMORY = re.compile(r"^<memory>\n(.*?)\n</memory>$", re.MULTILINE | re.DOTALL)
 
 
 class AnsweringBackend:
@@ -82,34 +87,31 @@ class ScriptedBackend(AnsweringBackend):
         self.batches: list[list[LLMRequest]] = []
         self.closed = False
 
+    def rated(self, prompt: str, options: Sequence[str], seed: int) -> str:
+        """The option a rating question gets all the probability on: importance by the memory's
+        words (``importance``), anything else picked with the seed."""
+        memory = _MEMORY.search(prompt)
+        if memory is not None and str(self.importance(memory.group(1))) in options:
+            return str(self.importance(memory.group(1)))
+        return random.Random(seed).choice(list(options))
+
     def answer(self, req: LLMRequest) -> str:
         rng = random.Random(req.seed)
         if req.purpose in self.garbage:
             return "I am not JSON {"
         schema = req.json_schema or {}
         prompt = req.messages[-1]["content"] if req.messages else ""
-        if req.purpose == "importance":
-            n = _prop(schema, "ratings")["minItems"]
-            texts = [t for _, t in _NUMBERED.findall(prompt)][:n]
-            return json.dumps({"ratings": [self.importance(t) for t in texts]})
+        if req.options is not None:
+            picked = self.rated(prompt, req.options, req.seed)
+            return ScoredOptions([0.0 if o == picked else None for o in req.options], exact=True).to_text()
         if req.purpose == "plan":
-            places = _enum(schema, "place")
-            now = re.search(r"It is \w+ \d+ \w+, (\d\d):\d\d", prompt)
-            hour = (int(now.group(1)) if now else 7) + rng.randrange(2)
-            plan = [{"hour": min(23, hour + 2 * i), "activity": f"doing errand {i}", "place": rng.choice(places)}
-                    for i in range(4)]
+            numbers, hours = _enum(schema, "choice"), _enum(schema, "hour")
+            start = rng.randrange(min(2, len(hours)))
+            plan = [{"hour": hours[j], "choice": rng.choice(numbers)} for j in range(start, len(hours), 2)][:4]
             answer: dict[str, Any] = {"plan": plan}
             if "yesterday" in schema.get("properties", {}):
                 answer = {"yesterday": "A busy day of errands and talk about the party.", **answer}
             return json.dumps(answer)
-        if req.purpose == "hours":
-            n = _prop(schema, "hours")["minItems"]
-            return json.dumps({"hours": [f"hour block {i}" for i in range(n)]})
-        if req.purpose == "steps":
-            places = _enum(schema, "place")
-            steps = [{"action": f"step {i}", "place": rng.choice(places), "minutes": m, "importance": 2}
-                     for i, m in enumerate((10, 20, 30))]
-            return json.dumps({"steps": steps})
         if req.purpose == "react":
             choices = _enum(schema, "decision")
             decision = self.react if "talk" in choices else self.react_alone

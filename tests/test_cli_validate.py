@@ -121,7 +121,7 @@ def test_valid_scenarios_exit_0(runs) -> None:
     _no_traceback(proc)
     assert proc.stdout.count("ok") >= 2
     assert "valentines.yaml" in proc.stdout and "minimal.yaml" in proc.stdout
-    assert "8 people" in _flat(proc.stdout) and "216 ticks" in _flat(proc.stdout)
+    assert "25 people" in _flat(proc.stdout) and "240 ticks" in _flat(proc.stdout)
     assert proc.stderr.strip() == ""
 
 

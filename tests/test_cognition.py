@@ -44,9 +44,10 @@ def test_routine_plan_is_a_plain_day_and_respects_bedtime(make_run, scripted, mo
     isabella = m.people["isabella_rodriguez"]
     m.now = datetime(2023, 2, 13, 7, 0)
     me = isabella.state
+    monkeypatch.setattr(me.persona.routine, "day", [])  # no habits: the plain day (the persona is shared)
     plan = routine_plan(me, 7, m.hub)
     assert [(p.hour, p.place) for p in plan] == [(7, me.home), (9, "hobbs_cafe"), (17, m.hub), (19, me.home)]
-    monkeypatch.setattr(me.persona.routine, "sleep", time(18, 0))  # the persona is shared
+    monkeypatch.setattr(me.persona.routine, "sleep", time(18, 0))
     assert [p.hour for p in routine_plan(me, 7, m.hub)] == [7, 9, 17]
     monkeypatch.setattr(me.persona.routine, "sleep", time(1, 0))  # after midnight: evening is awake time
     assert [p.hour for p in routine_plan(me, 7, m.hub)] == [7, 9, 17, 19]
@@ -56,19 +57,7 @@ def test_routine_plan_is_a_plain_day_and_respects_bedtime(make_run, scripted, mo
 # ---------------------------------------------------------------------- plan decomposition
 
 
-def test_fit_steps_fills_the_window_exactly():
-    from simulation.cognition.plan import fit_steps
-    from simulation.cognition.schemas import Step
-
-    steps = [Step(action=f"s{i}.", place="hobbs_cafe", minutes=m, importance=i + 1) for i, m in enumerate((10, 20, 30))]
-    assert [a.minutes for a in fit_steps(steps, 40)] == [10, 20, 10]
-    assert [a.minutes for a in fit_steps(steps, 60)] == [10, 20, 30]
-    assert [a.minutes for a in fit_steps(steps, 90)] == [10, 20, 60], "the last step runs to the end of the hour"
-    first = fit_steps(steps, 60)[0]
-    assert (first.text, first.importance) == ("s0", 1.0)
-
-
-def test_waking_plans_the_day_then_the_hour_then_its_steps(make_run, scripted):
+def test_waking_chooses_the_day_then_does_the_hours_activity(make_run, scripted):
     import json
 
     run = make_run(scripted, ticks=1)
@@ -81,42 +70,34 @@ def test_waking_plans_the_day_then_the_hour_then_its_steps(make_run, scripted):
         steps = list(db.query("select * from schedules where agent_id = ? and level = 'steps'", [agent.agent_id]))
         assert len(steps) == 1
         items = json.loads(steps[0]["items"])
-        assert sum(i["minutes"] for i in items) == 60, "the steps fill the rest of the hour"
-        assert all(5 <= i["minutes"] <= 30 for i in items[:-1])
+        assert sum(i["minutes"] for i in items) == 60, "the hour's activity fills the rest of the hour"
         assert agent.state.steps_key == (m.now.date(), m.now.hour)
         assert agent.state.status in ("acting", "walking"), "the first step started in the act phase"
         assert 7 in agent.state.hours
+    purposes = {r["purpose"] for r in db.query("select distinct purpose from llm_calls")}
+    assert "plan" in purposes and not purposes & {"hours", "steps"}, "no question below the day's plan"
 
 
-def test_a_plan_item_is_split_into_hours_when_it_begins(make_run, scripted):
-    import json
+def test_the_plan_item_in_force_is_the_hours_activity(make_run, scripted):
     from datetime import datetime
 
     from simulation.cognition.plan import hour_block
-    from simulation.cognition.schemas import PlanItem
+    from simulation.core import PlanItem
 
     run = make_run(scripted, ticks=1)
     m = run.model
     agent = m.people["walter_hughes"]
     m.now = datetime(2023, 2, 13, 8, 0)
     agent.state.plan = [PlanItem(hour=7, activity="breakfast", place=agent.state.home),
-                  PlanItem(hour=8, activity="working in the shop", place="harvey_oak_supply"),
-                  PlanItem(hour=11, activity="lunch", place="hobbs_cafe"),
-                  PlanItem(hour=12, activity="back to work", place="harvey_oak_supply")]
+                        PlanItem(hour=8, activity="working in the shop", place="harvey_oak_supply"),
+                        PlanItem(hour=11, activity="lunch", place="hobbs_cafe")]
     agent.state.hours = {}
-    block = m.loop.run_until_complete(hour_block(agent.state, m.mind))
-    assert (block.hour, block.activity, block.place) == (8, "hour block 0", "harvey_oak_supply")
-    assert [agent.state.hours[h].activity for h in (8, 9, 10)] == ["hour block 0", "hour block 1", "hour block 2"]
-    m.now = datetime(2023, 2, 13, 9, 0)
     calls = len(scripted.batches)
-    assert m.loop.run_until_complete(hour_block(agent.state, m.mind)).activity == "hour block 1"
-    assert len(scripted.batches) == calls, "the item is split once, when it begins"
-    m.now = datetime(2023, 2, 13, 11, 0)
-    assert m.loop.run_until_complete(hour_block(agent.state, m.mind)).activity == "lunch"
-    assert len(scripted.batches) == calls, "a one-hour item is its own hour block"
-    run.model._commit(0.0, run.model.llm.stats, 0)
-    rows = list(run.store.db.query("select * from schedules where level = 'hours'"))
-    assert len(rows) == 1 and [i["hour"] for i in json.loads(rows[0]["items"])] == [8, 9, 10]
+    for hour, expected in ((8, "working in the shop"), (10, "working in the shop"), (11, "lunch")):
+        m.now = datetime(2023, 2, 13, hour, 0)
+        block = m.loop.run_until_complete(hour_block(agent.state, m.mind))
+        assert block.activity == expected
+    assert len(scripted.batches) == calls, "no question asked"
 
 
 def test_steps_run_back_to_back_within_a_tick_and_lapse_with_the_hour(make_run, scripted):
@@ -148,7 +129,7 @@ def test_steps_run_back_to_back_within_a_tick_and_lapse_with_the_hour(make_run, 
     assert agent.state.status == Status.IDLE and not agent.state.steps, "steps of an hour that is over are dropped"
 
 
-def test_reacting_replans_from_now_starting_with_the_reaction(make_run):
+def test_reacting_takes_up_to_half_an_hour_then_the_hour_goes_on(make_run):
     import json
 
     from scripted import ScriptedBackend
@@ -163,18 +144,15 @@ def test_reacting_replans_from_now_starting_with_the_reaction(make_run):
     db = run.store.db
     reaction = next(db.query("select * from events where kind = 'reaction' order by id"))
     assert "going over to have a look" in reaction["text"]
-    steps_call = db.execute("select messages from llm_calls where purpose = 'steps' and agent_id = ? and tick = ?",
-                            [reaction["agent_id"], reaction["tick"]]).fetchone()
-    assert steps_call is not None, "the rest of the hour is planned again, at once"
-    prompt = json.loads(steps_call[0])[-1]["content"]
-    assert "decided: going over to have a look" in prompt
     row = next(db.query("select * from schedules where level = 'steps' and agent_id = ? and tick = ?",
                         [reaction["agent_id"], reaction["tick"]]))
+    items = json.loads(row["items"])
+    assert "going over to have a look" in items[0]["action"] and items[0]["minutes"] <= 30
     minute = int(reaction["sim_time"][-2:])
-    assert sum(i["minutes"] for i in json.loads(row["items"])) == 60 - minute, "from now to the end of the hour"
+    assert sum(i["minutes"] for i in items) == 60 - minute, "from now to the end of the hour"
     started = db.execute("select count(*) from events where kind in ('action', 'move') and agent_id = ? and tick = ?",
                          [reaction["agent_id"], reaction["tick"]]).fetchone()[0]
-    assert started >= 1, "the old action was dropped and the first new step started"
+    assert started >= 1, "the old action was dropped and the reaction started"
 
 
 # ---------------------------------------------------------------------- conversations

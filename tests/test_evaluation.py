@@ -280,7 +280,9 @@ def test_unusable_item_answers_are_missing_not_guessed() -> None:
     assert _value(result, "bigfive", "missing_items", key) == 2
     assert _value(result, "bigfive", "openness", key) is not None
     failed = [c for c in result.calls if c["purpose"] in ("ipip1", "ipip6")]
-    assert len(failed) == 4 and all(not c["parse_ok"] for c in failed)  # each tried twice
+    # each: scored (no usable probabilities), then sampled twice
+    assert len(failed) == 6 and all(not c["parse_ok"] for c in failed)
+    assert [c["options"] is not None for c in failed if c["purpose"] == "ipip1"] == [True, False, False]
     assert sum(c["fallback"] for c in failed) == 2
 
 
@@ -300,8 +302,10 @@ def test_unparsable_judgements_are_dropped_and_counted() -> None:
         score = next(m for m in result.metrics if m.metric == "persona_score" and m.target == t.key)
         assert score.details["tasks_missing"] == ["expected_action"]
     assert _value(result, "personagym", "dropped_judgements") == 4
-    judge_calls = [c for c in result.calls if c["purpose"].startswith("pg_j_")]
+    judge_calls = [c for c in result.calls if c["purpose"].startswith("pg_j_") and not c["purpose"].endswith("_score")]
     assert len(judge_calls) == 2 * 2 * 5 * 2  # agents x settings x tasks, each judged twice (retry)
+    scored = [c for c in result.calls if c["purpose"].endswith("_score")]
+    assert len(scored) == 2 * 2 * 4 and all(c["options"] for c in scored), "a score per usable judgement"
     # a schema-enforcing backend could only have written the canonical line; this one ignores schemas
     assert json.loads(judge_calls[0]["json_schema"])["properties"]["final_line"]["pattern"] == "^Score: [1-5]$"
     assert sum(c["fallback"] for c in judge_calls) == 4
@@ -317,7 +321,8 @@ def test_interview_suite_rates_factors_through_the_judge() -> None:
     expected_mae = np.mean([abs(1.0 - 0.92), 0.70, 0.65, 0.88, 0.30])
     assert _value(result, "interview", "mae", isabella) == pytest.approx(expected_mae)
     judge = [c for c in result.calls if c["purpose"].startswith("iv_judge")]
-    assert len(judge) == 10
+    assert len(judge) == 10 + 10, "a judgement and its score by probability per factor and person"
+    assert sum(c["options"] is not None for c in judge) == 10
     for c in judge:  # the judge sees the answers, never the persona (which would give the targets away)
         for message in json.loads(c["messages"]):
             assert "Hobbs Cafe" not in message["content"] and "<persona>" not in message["content"].splitlines()
@@ -495,7 +500,12 @@ def test_bundled_model_end_to_end(tmp_path: Path) -> None:
         assert (who, "mae") in per_agent and (who, "missing_items") in per_agent
     con = sqlite3.connect(out / "eval.db")
     calls, ok = con.execute("select count(*), sum(parse_ok) from llm_calls").fetchone()
-    schema = json.loads(con.execute("select json_schema from llm_calls limit 1").fetchone()[0])
+    options, completion = con.execute("select options, completion from llm_calls limit 1").fetchone()
     con.close()
     assert calls >= 10 and ok >= 1
-    assert schema["properties"]["rating"]["enum"] == [1, 2, 3, 4, 5]  # the grammar allowed nothing else
+    # each item is rated by the model's probabilities over the five answers, not a sampled digit
+    assert json.loads(options) == ["1", "2", "3", "4", "5"]
+    from simulation.llm.scoring import ScoredOptions
+
+    scored = ScoredOptions.from_text(completion, 5)
+    assert scored.exact and all(v is not None for v in scored.logprobs)

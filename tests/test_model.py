@@ -96,11 +96,12 @@ def test_a_tick_sends_one_batch_per_step_not_per_agent(make_run, scripted):
     run = make_run(scripted, ticks=1)
     awake = [a for a in run.model.order if a.state.awake_at(run.model.now)]
     run.model.step()
-    asked = sum(len(b) for b in scripted.batches)
-    assert asked >= 3 * len(awake), "importance, plan and steps for everyone awake"
-    # the chain is importance -> plan -> (react) -> (hours) -> steps -> (talk): batches follow the chain,
-    # not the number of agents
+    plans = [r for b in scripted.batches for r in b if r.purpose == "plan"]
+    assert len(plans) >= len(awake), "a plan for everyone awake"
+    # the chain is importance -> plan -> (react) -> (talk): batches follow the chain, not the number
+    # of agents
     assert len(scripted.batches) <= 6
+    assert len([b for b in scripted.batches if any(r.purpose == "plan" for r in b)]) == 1, "the plans share one batch"
     assert run.model.memory.stats.batches <= len(scripted.batches), "retrievals are batched the same way"
 
 
@@ -165,9 +166,9 @@ def test_no_conversation_when_nobody_wants_to_talk(make_run):
 
 
 def test_garbage_answers_are_retried_once_then_defaulted(make_run):
-    backend = ScriptedBackend(garbage={"steps"})
+    backend = ScriptedBackend(garbage={"plan"})
     run = run_ticks(make_run(backend, ticks=6))
-    calls = rows(run, "select * from llm_calls where purpose = 'steps' order by id")
+    calls = rows(run, "select * from llm_calls where purpose = 'plan' order by id")
     assert calls
     assert all(c["parse_ok"] == 0 for c in calls)
     assert {c["attempt"] for c in calls} == {0, 1}

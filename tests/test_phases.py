@@ -70,14 +70,17 @@ def test_perceive_skips_the_sleeping_and_a_busy_person_does_not_think(mind):
     assert not mind.asked
 
 
-def test_importance_rates_a_thinking_persons_memories_in_one_question(mind):
+def test_importance_rates_each_of_a_thinking_persons_memories_by_probability(mind):
     for i in range(4):
         mind.remember("ann", MemoryKind.OBSERVATION, f"thing {i}", SEEN)
     mind.notes.deciding = ["ann", "bob"]
-    mind.answers["importance"] = lambda schema, default: {"ratings": [9, 1, 5, 5]}
+    ratings = iter([9.0, 1.0, 5.5, 5.0])
+    mind.answers["importance"] = lambda options, default: next(ratings)
     assert mind.run(RateImportance()) == ["ann"], "bob has nothing to rate"
-    assert [a.purpose for a in mind.asked] == ["importance"]
-    assert [n.importance for n in mind.memories("ann").nodes] == [9, 1, 5, 5]
+    assert [a.purpose for a in mind.asked] == ["importance"] * 4, "one scored question per memory"
+    assert ["<memory>\nthing 0\n</memory>" in a.messages[-1]["content"] for a in mind.asked] == [
+        True, False, False, False]
+    assert [n.importance for n in mind.memories("ann").nodes] == [9, 1, 5.5, 5]
     assert not mind.memories("ann").unrated
 
 
@@ -87,19 +90,46 @@ def test_importance_waits_until_enough_memories_are_unrated(mind):
     assert mind.run(RateImportance()) == [] and not mind.asked
 
 
-def test_a_waking_person_plans_the_day_then_the_hours_steps(mind):
+def test_a_waking_person_chooses_the_day_from_a_menu_then_does_the_hours_activity(mind):
+    from datetime import datetime
+
+    from simulation.core import Happening
+
     ann = mind.person("ann")
     ann.status = Status.WAKING
     mind.notes.deciding = ["ann"]
-    mind.answers["plan"] = lambda schema, default: {"plan": [
-        {"hour": 9, "activity": "baking bread", "place": "cafe"}, {"hour": 12, "activity": "lunch", "place": "home_a"}]}
-    mind.answers["hours"] = lambda schema, default: {"hours": ["kneading", "baking", "selling"]}
+    mind.known = [Happening("party", "cafe", datetime(2023, 2, 13, 17), datetime(2023, 2, 13, 19))]
+    seen = {}
+
+    def plan(schema, default):
+        seen["numbers"] = schema.model_json_schema()["$defs"]["PlanChoice"]["properties"]["choice"]["enum"]
+        seen["default"] = default
+        return {"plan": [{"hour": 9, "choice": number["resting at home (Home A)"]},
+                         {"hour": 17, "choice": number["going to the party at Cafe (usually 17:00)"]}]}
+
+    number = {}
+    mind.answers["plan"] = plan
+    original = mind.ask
+
+    async def ask(me, messages, *args, **kw):  # read the numbered menu off the prompt first
+        import re
+
+        number.update({label: int(n) for n, label in re.findall(r"^(\d+)\. (.+)$", messages[-1]["content"], re.M)})
+        return await original(me, messages, *args, **kw)
+
+    mind.ask = ask
     mind.run(Decide())
-    assert [a.purpose for a in mind.asked] == ["plan", "hours", "steps"]
-    assert ann.status == Status.IDLE and [i.activity for i in ann.plan] == ["baking bread", "lunch"]
-    assert ann.hours[9].activity == "kneading" and ann.steps and ann.steps_key == (MORNING.date(), 9)
+    assert [a.purpose for a in mind.asked] == ["plan"], "the hours and their steps need no question"
+    assert "resting at home (Home A)" in number and seen["numbers"] == list(range(1, len(number) + 1))
+    assert [(i.hour, i.activity, i.place) for i in ann.plan] == [
+        (9, "resting at home", "home_a"), (17, "going to the party at Cafe", "cafe")]
+    assert ann.status == Status.IDLE and ann.hours[9].activity == "resting at home"
+    assert [(a.text, a.place, a.minutes) for a in ann.steps] == [("resting at home", "home_a", 60)]
     assert mind.plans and mind.plans[0][2] is True
     assert any(n.kind == "plan" for n in mind.memories("ann").nodes)
+    assert [(i["hour"], i["choice"]) for i in seen["default"].model_dump()["plan"]][0][0] == 9, \
+        "the default is the usual day, from now"
+    assert "going to the party at Cafe (usually 17:00)" in number
 
 
 def test_choosing_to_talk_opens_a_conversation_after_everyone_decided(mind):
@@ -113,7 +143,7 @@ def test_choosing_to_talk_opens_a_conversation_after_everyone_decided(mind):
     assert mind.person("ann").status == mind.person("bob").status == Status.TALKING
 
 
-def test_reacting_to_something_else_drops_the_hours_steps(mind):
+def test_reacting_to_something_else_takes_half_an_hour_then_the_hour_goes_on(mind):
     mind.run(Perceive())
     ann = mind.person("ann")
     ann.steps, ann.steps_key = [Action("sweeping", "cafe", 20)], (MORNING.date(), 9)
@@ -121,8 +151,9 @@ def test_reacting_to_something_else_drops_the_hours_steps(mind):
     mind.notes.deciding = ["ann"]
     mind.run(Decide())
     assert ("ann", "reaction", "Ann Archer: helping Bob carry flour") in mind.recorded
-    assert [a.purpose for a in mind.asked][-1] == "steps", "re-planned from now"
-    assert ann.steps[0].text == "helping Bob carry flour"
+    assert [a.purpose for a in mind.asked] == ["react"], "re-planned from now without a question"
+    assert [(a.text, a.place, a.minutes) for a in ann.steps] == [
+        ("helping Bob carry flour", "cafe", 30), ("taking it easy", "cafe", 30)]
 
 
 def conversation(mind: FakeMind) -> Conversation:
@@ -210,3 +241,25 @@ class Gossip(Phase):
 def test_a_phase_of_ones_own_runs_over_the_fake(mind):
     assert mind.run(Gossip()) == ["ann", "bob"]
     assert mind.memories("bob").nodes[-1].text == "There is a rumour about a party."
+
+
+def test_the_routine_plan_follows_the_persons_habits(personas):
+    from simulation.cognition.plan import routine_plan
+    from simulation.scenario.persona import Routine
+
+    rp = personas["ann"]
+    habits = Routine.model_validate({
+        "wake": "07:00", "sleep": "22:00", "day": [
+            {"at": "07:00", "activity": "breakfast at the cafe", "place": "cafe"},
+            {"at": "09:00", "activity": "working", "place": "work"},
+            {"at": "18:00", "activity": "drinks", "place": "pub"},
+            {"at": "21:00", "activity": "reading in bed", "place": "home"},
+            {"at": "23:00", "activity": "late show", "place": "home"}]})
+    me = AgentState(id="ann", persona=rp.persona.model_copy(update={"routine": habits}), home=rp.home,
+                    workplace="office", place=rp.home, system_prompt="You are Ann.")
+    plan = routine_plan(me, 10, "square")
+    assert [(i.hour, i.activity, i.place) for i in plan] == [
+        (10, "working", "office"), (18, "drinks", "pub"), (21, "reading in bed", me.home)], \
+        "the habit in force starts now; work and home are the person's own; nothing after bedtime"
+    me.workplace = None
+    assert routine_plan(me, 7, "square")[1].place == "square", "no workplace: work happens at the hub"

@@ -5,10 +5,11 @@ depth 2; Cat's version is distorted; probe answers are scored against the fact's
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from scripted import ScriptedBackend
+from scripted import ScriptedBackend, _enum
 
 from simulation.llm.types import LLMRequest
 
@@ -33,11 +34,11 @@ class Telling(ScriptedBackend):
     def answer(self, req: LLMRequest) -> str:
         who = req.agent_id or ""
         if req.purpose == "plan":
-            return json.dumps({"plan": [{"hour": h, "activity": "at the cafe", "place": "corner_cafe"}
-                                        for h in (7, 12, 18)]})
-        if req.purpose == "steps":
-            return json.dumps({"steps": [{"action": "sitting with a coffee", "place": "corner_cafe", "minutes": 30,
-                                          "importance": 2}]})
+            prompt = req.messages[1]["content"]  # the question (a retry appends to it)
+            cafe = int(re.search(r"^(\d+)\. .*Corner Cafe", prompt, re.MULTILINE).group(1))
+            hours = _enum(req.json_schema, "hour")
+            return json.dumps({"plan": [{"hour": h, "choice": cafe} for h in (7, 12, 18) if h in hours] or
+                                      [{"hour": hours[0], "choice": cafe}]})
         if req.purpose == "react":
             talk = who != "bob" and "talk" in req.json_schema["properties"]["decision"]["enum"] \
                 if "properties" in (req.json_schema or {}) else who != "bob"

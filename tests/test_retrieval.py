@@ -145,7 +145,7 @@ def test_retrievals_are_logged_with_their_scores(make_run, scripted):
     assert rows
     assert set(rows[0]) == {"id", "run_id", "tick", "sim_time", "agent_id", "purpose", "query", "results"}
     purposes = {r["purpose"] for r in rows}
-    assert {"plan", "steps"} <= purposes
+    assert {"plan", "react"} <= purposes
     memories = {r["id"]: r for r in run.store.db.query("select id, agent_id, last_accessed from memories")}
     for row in rows:
         results = json.loads(row["results"])

@@ -162,13 +162,11 @@ def test_turns_are_every_utterance_and_decided_action_linked_to_their_calls(run_
             assert t.llm_call_id == by_id[t.source_id]["llm_call_id"]
         else:
             assert t.group == f"tick:{t.tick}"
-    # an action is linked to the steps answer that queued it
+    # an action is linked to the plan answer that chose it
     action = next(t for t in turns if t.kind == "action" and t.llm_call_id is not None)
     call = _db_rows(run_dir, "select purpose, agent_id, tick, completion from llm_calls where id = ?",
                     (action.llm_call_id,))[0]
-    assert call["purpose"] == "steps" and call["agent_id"] == action.agent_id and call["tick"] <= action.tick
-    assert any(action.text.startswith(f"{action.text.split(' is ')[0]} is {s['action']} at ")
-               for s in json.loads(call["completion"])["steps"])
+    assert call["purpose"] == "plan" and call["agent_id"] == action.agent_id and call["tick"] <= action.tick
     # the judge sees the conversation so far
     second = next(t for t in turns if t.kind == "utterance" and "The conversation so far:" in t.scene)
     assert second.scene.count('"') >= 2
@@ -579,7 +577,7 @@ def test_bundled_model_judges_a_few_turns(run_dir: Path, tmp_path: Path) -> None
         assert summary.files
 
 
-def test_actions_link_to_the_steps_call_that_queued_them(run_dir: Path) -> None:
+def test_actions_link_to_the_plan_call_that_chose_them(run_dir: Path) -> None:
     """The engine records the call behind each action (events.data.llm_call_id); rewards use it."""
     from simulation.rewards.turns import read_turns
 
@@ -590,4 +588,4 @@ def test_actions_link_to_the_steps_call_that_queued_them(run_dir: Path) -> None:
     linked = [t for t in turns if t.kind == "action" and "llm_call_id" in data[t.source_id]]
     assert linked
     for t in linked:
-        assert t.llm_call_id == data[t.source_id]["llm_call_id"] and purposes[t.llm_call_id] == "steps"
+        assert t.llm_call_id == data[t.source_id]["llm_call_id"] and purposes[t.llm_call_id] == "plan"

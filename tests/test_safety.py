@@ -187,6 +187,16 @@ def _strings_blanked(value: Any) -> Any:
     return value
 
 
+def _enums_blanked(value: Any) -> Any:
+    """A JSON schema with the text of its plan choices blanked (their count kept)."""
+    if isinstance(value, dict):
+        return {k: (["" for _ in v] if k == "enum" and all(isinstance(x, str) and " " in x for x in v)
+                    else _enums_blanked(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_enums_blanked(v) for v in value]
+    return value
+
+
 def skeleton(text: str) -> str:
     """The engine's own words: the text outside data blocks, with Example answers reduced to their
     JSON structure. Asserts along the way that injected text sits only in blocks or JSON strings."""
@@ -271,10 +281,12 @@ def test_injected_persona_and_scenario_text_stays_in_its_blocks(flagship, embedd
     evil = _requests(_evil(flagship), tmp_path / "evil")
     assert [(r.purpose, r.agent_id, r.tick) for r in evil] == [(r.purpose, r.agent_id, r.tick) for r in plain]
     purposes = {r.purpose.rstrip("0123456789") for r in evil}
-    assert {"plan", "steps", "importance", "react", "utterance", "recap", "questions", "insights", "probe"} <= purposes
+    assert {"plan", "importance", "react", "utterance", "recap", "questions", "insights", "probe"} <= purposes
     reached = set()
     for good, bad in zip(plain, evil, strict=True):
-        assert bad.json_schema == good.json_schema, f"{bad.purpose}: the schema changed"
+        # a plan's choices are labels made of place names (data the schema constrains the answer to):
+        # their number and the schema's structure stay; their text is the town's
+        assert _enums_blanked(bad.json_schema) == _enums_blanked(good.json_schema), f"{bad.purpose}: the schema changed"
         assert MARKER not in json.dumps(bad.json_schema) and "hacked" not in json.dumps(bad.json_schema)
         for g, b in zip(good.messages, bad.messages, strict=True):
             assert skeleton(b["content"]) == skeleton(g["content"]), (bad.purpose, b["content"])
@@ -282,7 +294,7 @@ def test_injected_persona_and_scenario_text_stays_in_its_blocks(flagship, embedd
             if MARKER in b["content"]:
                 reached.add((bad.purpose.rstrip("0123456789"), b["role"]))
     # the injection really was in the prompts, in the system message and in every kind of question
-    asked = {"plan", "steps", "react", "utterance", "recap", "importance", "questions", "insights", "probe"}
+    asked = {"plan", "react", "utterance", "recap", "importance", "questions", "insights", "probe"}
     assert ("plan", "system") in reached and {(purpose, "user") for purpose in asked} <= reached, reached
 
 

@@ -27,6 +27,7 @@ BAD = DATA / "bad"
 GOOD = DATA / "good"
 FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
 PERSONA_FILES = sorted((ROOT / "personas").glob("*.yaml"))
+TOWNSFOLK_FILES = sorted((ROOT / "personas" / "townsfolk").glob("*.yaml"))
 
 # --------------------------------------------------------------------------- helpers
 
@@ -78,11 +79,11 @@ def flagship() -> LoadedScenario:
 
 def test_flagship_people_and_places(flagship: LoadedScenario) -> None:
     sc = flagship.scenario
-    assert len(flagship.people) == 8
-    assert len(sc.personas) == 8
-    assert len(sc.town.places) >= 12
+    assert len(flagship.people) == 25
+    assert len(sc.personas) == 25
+    assert len(sc.town.places) >= 30
     ids = [p.persona.id for p in flagship.people]
-    assert len(set(ids)) == 8
+    assert len(set(ids)) == 25
     place_ids = {p.id for p in sc.town.places}
     for person in flagship.people:
         assert isinstance(person.persona, Persona)
@@ -94,7 +95,7 @@ def test_flagship_people_and_places(flagship: LoadedScenario) -> None:
 
 def test_flagship_every_persona_resolves(flagship: LoadedScenario) -> None:
     ids = {p.persona.id for p in flagship.people}
-    expected = {path.stem for path in PERSONA_FILES}
+    expected = {path.stem for path in PERSONA_FILES + TOWNSFOLK_FILES}
     assert ids == expected
     # start_place defaults to home; explicit ones are kept
     by_id = {p.persona.id: p for p in flagship.people}
@@ -105,9 +106,9 @@ def test_flagship_every_persona_resolves(flagship: LoadedScenario) -> None:
 
 def test_flagship_clock_and_whisper(flagship: LoadedScenario) -> None:
     sc = flagship.scenario
-    assert sc.clock.total_ticks == 216
+    assert sc.clock.total_ticks == 240, "two game days"
     assert sc.clock.start == datetime(2023, 2, 13, 7, 0)
-    assert sc.clock.time_at(sc.clock.total_ticks) == datetime(2023, 2, 14, 19, 0)
+    assert sc.clock.time_at(sc.clock.total_ticks) == datetime(2023, 2, 14, 23, 0)
     whispers = [e for e in sc.events if e.kind == "whisper"]
     assert whispers
     first = whispers[0]
@@ -201,6 +202,9 @@ BAD_CASES: dict[str, tuple[str | tuple[str, ...], int | None, str | None]] = {
     "fact_bad_date.yaml": ("a date detail's value is 'YYYY-MM-DD', not 'Feb 14'", 19, "facts[0].details[0]"),
     "fact_unknown_place.yaml": ("unknown place 'moon'", 19, "facts[0].details[0].value"),
     "probe_unknown_fact.yaml": ("unknown fact 'parti'", 18, "probes[0].fact"),
+    "routine_unknown_place.yaml": ("unknown place 'pub' (home, work or a place of the town)", 25,
+                                   "personas[0].persona.routine.day[2].place"),
+    "routine_not_on_the_hour.persona.yaml": ("habits start on the hour ('12:00')", 11, "routine.day[1].at"),
     # impossible clocks
     "clock_zero_duration.yaml": ("greater than 0", 6, "clock.duration_hours"),
     "clock_feb30.yaml": ("day value is outside expected range", 4, "clock.start"),
@@ -306,7 +310,8 @@ def test_binary_corpus_files_are_really_binary() -> None:
 def test_bad_file_gives_one_problem_per_mistake(name: str) -> None:
     """Each corpus file holds one mistake, so it must produce exactly one message (no cascades)."""
     several = {"bad_place_id.yaml": 2,  # one bad id, used in two places
-               "fact_unknown_place.yaml": 2}  # an unknown place and an unknown persona
+               "fact_unknown_place.yaml": 2,  # an unknown place and an unknown persona
+               "routine_unknown_place.yaml": 2}  # 'work' without a workplace, and an unknown place
     exc = _raise_input_error(BAD / name)
     assert len(exc.problems) == several.get(name, 1), str(exc)
     assert "Traceback" not in str(exc)
@@ -591,3 +596,33 @@ def test_event_in_the_last_partial_tick_is_refused(tmp_path: Path) -> None:
     path.write_text(_yaml.safe_dump(data))
     exc = _raise_input_error(path, load)
     assert any(p.field == "events[0].at" and "outside the run" in p.message for p in exc.problems), str(exc)
+
+
+def test_the_flagship_is_a_town_where_people_meet(flagship: LoadedScenario) -> None:
+    """Every one of the 25 has a usual day of habits, all at places of the town, and the habits
+    overlap: at breakfast, lunch and in the evening several people share a place."""
+    from collections import Counter
+
+    from simulation.scenario.persona import HOME, WORK
+
+    places = {p.id for p in flagship.scenario.town.places}
+    at: Counter[tuple[int, str]] = Counter()  # (hour, place) -> people whose habit has them there
+    for rp in flagship.people:
+        day = rp.persona.routine.day
+        assert 5 <= len(day) <= 12 and not rp.habits_left_out, rp.persona.id
+        for habit in day:
+            assert habit.place in places | {HOME, WORK}, (rp.persona.id, habit.place)
+            assert habit.place != WORK or rp.workplace, rp.persona.id
+        for hour in range(day[0].at.hour, rp.persona.routine.sleep.hour):
+            habit = [h for h in day if h.at.hour <= hour][-1]
+            if habit.place != HOME:
+                at[(hour, {WORK: rp.workplace}.get(habit.place, habit.place))] += 1
+    assert at[(7, "hobbs_cafe")] >= 3, "breakfast at the cafe"
+    assert max(n for (h, _), n in at.items() if 12 <= h <= 13) >= 3, "lunch together"
+    assert max(n for (h, _), n in at.items() if h >= 19) >= 4, "an evening crowd"
+
+
+def test_the_small_flagship_keeps_the_eight_and_the_baseline_clock() -> None:
+    small = load(ROOT / "scenarios" / "valentines-small.yaml")
+    assert len(small.people) == 8 and small.scenario.clock.total_ticks == 216
+    assert not any(rp.habits_left_out for rp in small.people), "the eight's habits are at places of both towns"

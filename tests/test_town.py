@@ -14,7 +14,7 @@ from simulation.scenario import Town, load
 from simulation.town import TownMap
 
 ROOT = Path(__file__).resolve().parent.parent
-FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
+FLAGSHIP = ROOT / "scenarios" / "valentines-small.yaml"
 
 
 def make_town(places: list[str], paths: list[tuple[str, str, int]], positions: dict | None = None) -> Town:

@@ -53,6 +53,8 @@ class AgentState(BaseModel):
     plan: list[PlanItem] = Field(default_factory=list)
     """Today's plan in broad strokes, sorted by hour."""
     plan_day: date | None = None
+    plan_call: int | None = None
+    """The ``llm_calls`` row of the answer that chose today's plan (what its actions are linked to)."""
     hours: dict[int, HourBlock] = Field(default_factory=dict)
     """Today's hour blocks, filled in lazily as plan steps begin."""
     steps: list[Action] = Field(default_factory=list)

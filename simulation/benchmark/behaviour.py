@@ -120,7 +120,7 @@ def _earlier_runs(runs_dir: Path, scenario: str, ticks: int) -> dict[int, tuple[
             row = None
         finally:
             con.close()
-        if row is not None and row[1] in ("finished", "interrupted") and row[0] not in found:
+        if row is not None and row[1] in ("finished", "interrupted", "running") and row[0] not in found:
             found[row[0]] = (db.parent, row[1])
     return found
 
@@ -134,7 +134,7 @@ def run_benchmark(loaded: LoadedScenario, seeds: Sequence[int], out: Path, *, ti
 
     A seed that already has a run of this scenario and tick count under ``out/runs`` is not run
     again: a finished run is re-read (its probe answers re-scored with the current rules), an
-    interrupted one is resumed. A run's wall time is the sum of its ticks' (probes excluded)."""
+    interrupted one (or one whose process was killed) is resumed. A run's wall time is the sum of its ticks' (probes excluded)."""
     from simulation import Simulation
     from simulation.errors import RunError
     from simulation.provenance.rescore import rescore_probes

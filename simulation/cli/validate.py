@@ -40,6 +40,11 @@ def validate(
         common.console.print(f"[green]ok[/] {escape(str(path))}: {len(loaded.people)} people, "
                              f"{len(s.town.places)} places, {s.clock.total_ticks} ticks of {s.clock.tick_minutes} min",
                              highlight=False, soft_wrap=True)
+        for person in loaded.people:
+            if person.habits_left_out:
+                common.console.print(f"  note: {escape(person.persona.id)}: habits at places this town lacks are "
+                                     f"left out: {escape('; '.join(person.habits_left_out))}",
+                                     highlight=False, soft_wrap=True)
     if problems:
         raise InputError(problems)
 

@@ -1,8 +1,9 @@
 """Deciding: what a person who thinks this tick does next.
 
-On waking, the day's plan; on noticing something (``me.focus``), a reaction — carry on, do
-something else now (which drops the hour's remaining steps), or start a conversation; and
-with nothing queued for the hour, the hour's next steps. People who chose to talk open their
+On waking, the day's plan (chosen from a menu, ``plan.daily_plan``); on noticing something
+(``me.focus``), a reaction — carry on, do something else now (which drops what was queued
+for the hour), or start a conversation; and with nothing queued for the hour, the hour's
+activity (no question). People who chose to talk open their
 conversations together after everyone has decided (``finish``), in id order, so who gets to
 talk to whom does not depend on which answer came back first.
 """

@@ -1,8 +1,12 @@
-"""Importance (poignancy) of new memories, rated by the LLM in one question per agent.
+"""Importance (poignancy) of new memories, read from the LLM's probabilities.
 
-An agent's unrated memories wait until the agent next thinks (so an agent walking or busy
-costs nothing), then are rated together: up to ``CHUNK`` memories a question, all agents'
-questions in one batch, before the agent decides. Trivial events were created with
+Each memory is its own question, "how much does this matter, 1 to 10?", and its importance
+is the expected value over the model's probabilities of answering 1 ... 10
+(``Mind.ask_rating``, ``simulation.llm.scoring``): deterministic, and on a 135M model no
+longer a sampled digit that rated "the house caught fire" 1 and "ate breakfast" 10 depending
+on the seed. An agent's unrated memories wait until the agent next thinks (so an agent
+walking or busy costs nothing), then are rated together, all agents' questions in one batch,
+before the agent decides. Trivial events were created with
 importance 1, the agent's own planned actions carry the rating their plan gave them, and
 utterances are rated with their conversation's recap, so none of those needs a question.
 
@@ -21,7 +25,6 @@ from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
 from simulation.cognition.phase import Phase
-from simulation.cognition.schemas import importance_model
 from simulation.core import Purpose, Status
 from simulation.memory.stream import UNRATED_IMPORTANCE, MemoryNode
 
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from simulation.agents import AgentState
     from simulation.cognition.mind import Mind
 
-CHUNK = 8
+SCALE = tuple(str(i) for i in range(1, 11))
 RATE_AT = 4
 RATE_WITHIN = timedelta(minutes=60)
 
@@ -42,23 +45,39 @@ def rating_due(me: AgentState, mind: Mind) -> bool:
     return me.status == Status.WAKING or len(unrated) >= RATE_AT or mind.now - unrated[0].created >= RATE_WITHIN
 
 
-async def _rate(me: AgentState, mind: Mind, nodes: list[MemoryNode]) -> None:
-    model = importance_model(len(nodes))
-    default = model(ratings=[int(UNRATED_IMPORTANCE)] * len(nodes))
-    msgs = prompts.messages(me.system_prompt, "importance.j2", first=me.first_name,
-                            memories=[n.text for n in nodes],
-                            example=model(ratings=[2 + i % 5 for i in range(len(nodes))]).model_dump_json())
-    answer = await mind.ask(me, msgs, model, default=default, purpose=Purpose.IMPORTANCE,
-                            max_tokens=8 + 4 * len(nodes))
-    for node, value in zip(nodes, answer.value.ratings):
-        mind.rate(node, value)
+EXAMPLES = (("{first} washed the dishes.", "1"), ("{first}'s best friend was badly hurt in a car crash.", "9"),
+            ("{first} walked to the shop.", "2"), ("{first} won a prize for their work and was offered a new job.", "8"))
+"""Rated examples shown as earlier turns of the conversation. Asked cold, the bundled 135M model
+put the same distribution on every memory (a house fire and breakfast both came out near 7);
+after these four turns its expected ratings order a fire, an engagement or a death above
+breakfast, brushing teeth or making the bed (tests/test_scoring.py)."""
+
+
+def rating_messages(me: AgentState, memory: str) -> list[dict[str, str]]:
+    """The importance question as a conversation: the scale, the rated examples as earlier
+    turns, then the memory (in its data block)."""
+    first = me.first_name
+    turns = [*EXAMPLES, (memory, None)]
+    msgs = prompts.messages(me.system_prompt, "importance.j2", first=first, memory=turns[0][0].format(first=first))
+    msgs.append({"role": "assistant", "content": turns[0][1]})
+    for text, rating in turns[1:]:
+        said = text.format(first=first) if rating is not None else text
+        msgs.append({"role": "user", "content": prompts.render("importance_next.j2", memory=said)})
+        if rating is not None:
+            msgs.append({"role": "assistant", "content": rating})
+    return msgs
+
+
+async def _rate(me: AgentState, mind: Mind, node: MemoryNode) -> None:
+    msgs = rating_messages(me, node.text)
+    rating = await mind.ask_rating(me, msgs, SCALE, [float(v) for v in SCALE], default=UNRATED_IMPORTANCE,
+                                   purpose=Purpose.IMPORTANCE)
+    mind.rate(node, round(rating.value, 2))
 
 
 async def rate_unrated(me: AgentState, mind: Mind) -> None:
     """Rate every memory of ``me`` still waiting for its importance."""
-    nodes = list(mind.memories(me.id).unrated)
-    chunks = [nodes[i:i + CHUNK] for i in range(0, len(nodes), CHUNK)]
-    await asyncio.gather(*(_rate(me, mind, chunk) for chunk in chunks))
+    await asyncio.gather(*(_rate(me, mind, node) for node in list(mind.memories(me.id).unrated)))
 
 
 class RateImportance(Phase):

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from simulation.core import PlanItem, Provenance
+from simulation.core import Happening, PlanItem, Provenance
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
     from simulation.conversation import Conversation
-    from simulation.llm.client import Answer
+    from simulation.llm.client import Answer, Rating
     from simulation.memory import MemoryNode, MemoryStream
     from simulation.relationships import Tie
 
@@ -73,6 +73,7 @@ class Mind(Protocol):
     @property
     def hub(self) -> str: ...
     def place_name(self, place: str) -> str: ...
+    def place_kind(self, place: str) -> str: ...
     def objects(self, place: str) -> list[str]: ...
 
     # people
@@ -85,11 +86,18 @@ class Mind(Protocol):
         ...
     def doing(self, person: AgentState) -> str: ...
     def tie(self, person_id: str, other_id: str) -> Tie | None: ...
+    def happenings(self, person_id: str) -> list[Happening]:
+        """What the person knows will happen where and when (facts they are aware of), by start."""
+        ...
     def after_conversation(self, person_id: str, other_id: str, sentiment: float, view: str) -> None: ...
 
     # the LLM
     async def ask(self, me: AgentState, messages: list[dict[str, str]], schema: type[T], *, default: T,
                   purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None) -> Answer[T]: ...
+    async def ask_rating(self, me: AgentState, messages: list[dict[str, str]], options: Sequence[str],
+                         values: Sequence[float], *, default: float, purpose: str) -> Rating:
+        """A rating as the expected value over the options' probabilities (``simulation.llm.scoring``)."""
+        ...
 
     # memory
     def memories(self, person_id: str) -> MemoryStream: ...

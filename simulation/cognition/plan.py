@@ -1,39 +1,40 @@
-"""Hierarchical plans: a daily plan on waking, hour blocks and 5-30 minute steps made lazily.
+"""Plans: the day chosen from a menu on waking, then each hour's activity, with no more questions.
 
-1. **Day** (on waking): the day in broad strokes (3-6 items, each an hour, activity and
-   place) from the persona, relevant memories and, from the second day on, a one-line
-   summary of yesterday that the model writes first and the plan then follows from.
-2. **Hours** (when a plan item begins): an item spanning several hours is split into what
-   happens in each hour. One question per item, asked only when the item is reached.
-3. **Steps** (when the agent has nothing queued for the current hour): the rest of the hour
-   as 5-30 minute actions with a place and an importance. The agent works through them
-   without asking anything (``PersonaAgent.advance``). A reaction drops the queue and asks
-   again from the current time, starting with what the agent decided to do.
+1. **Day** (on waking): the day's plan is *chosen*, not written: from the person's usual day,
+   what they know is happening today and what anyone can do (``menu.day_menu``), each item an
+   hour and the number of one of the menu's options (the answer's schema allows nothing else). From the
+   second day on, the model first sums up yesterday in one line, and the plan follows from it.
+   The safe default is the usual day.
+2. **Hours**: the plan item in force is the hour's activity, at its place.
+3. **Steps**: the rest of the hour is that activity. A reaction ("do something else now")
+   takes up to half an hour at the person's place first, then the hour's activity resumes.
 
-Less than ``MIN_WINDOW`` minutes before the hour is over, the agent carries on with the
-hour's activity without asking. Every level has a safe default (the routine day, the item
-itself, the hour's activity) so a model that returns garbage still gives a day.
+A 135M model asked for free-text plans, hour blocks and 5-30 minute steps invented places
+and activities; these levels now cost no LLM call (the day's choice is the only one), and a
+person's day is always at real places that fit what they do.
 """
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
 from simulation.cognition.context import context, memory_line
-from simulation.cognition.schemas import DailyPlan, Step, clip, hours_model, plan_model, steps_model
+from simulation.cognition.menu import Option, day_menu
+from simulation.cognition.schemas import DailyPlan, choice_plan_model
 from simulation.core import Action, HourBlock, MemoryKind, PlanItem, Provenance, Purpose, Source
 from simulation.memory.stream import MemoryNode
+from simulation.scenario.persona import HOME, WORK
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
     from simulation.cognition.mind import Mind
 
-MIN_WINDOW = 20
-"""Minutes: with less of the hour left, carry on with the hour's activity instead of asking."""
-MAX_HOURS = 8
-"""Hour blocks asked for in one question; a longer item repeats its activity after that."""
+REACTION_MINUTES = 30
+"""How long a reaction ("do something else now") lasts before the hour's activity resumes."""
+USUAL_IMPORTANCE = 2.0
+"""Importance of the memory "X is <doing their usual thing>": mundane, no question needed."""
 YESTERDAY_LINES = 8
 
 
@@ -43,18 +44,25 @@ def bed_hour(me: AgentState) -> int:
 
 
 def routine_plan(me: AgentState, hour: int, hub: str) -> list[PlanItem]:
-    """A plain day from the persona's placement: breakfast at home, work (or the town's hub),
-    out among people in the late afternoon, dinner at home. It seeds the plan prompt's example
-    and is the safe default when the model's plan is unusable. A pure function of the person,
-    the hour they plan at and the town's hub."""
-    now = hour
+    """The person's usual day from ``hour`` until bedtime: their habits (``routine.day``) when the
+    persona has them, the habit in force at ``hour`` starting now; otherwise a plain day from
+    their placement (breakfast at home, work or the town's hub, out among people in the late
+    afternoon, dinner at home). It is what the plan is chosen around and the safe default when
+    the model's plan is unusable. A pure function of the person, the hour and the town's hub."""
     bed = bed_hour(me)
-    day = [
-        (now, "having breakfast", me.home),
-        (max(now + 1, 9), "working" if me.workplace else "taking a walk", me.workplace or hub),
-        (max(now + 2, 17), "meeting people around town", hub),
-        (max(now + 3, 19), "having dinner and relaxing", me.home),
-    ]
+    habits = me.persona.routine.day
+    if habits:
+        places = {HOME: me.home, WORK: me.workplace or hub}
+        day = [(h.at.hour, h.activity, places.get(h.place, h.place)) for h in habits]
+        current = [d for d in day if d[0] <= hour][-1:]
+        day = [(hour, a, p) for _, a, p in current] + [d for d in day if d[0] > hour]
+    else:
+        day = [
+            (hour, "having breakfast", me.home),
+            (max(hour + 1, 9), "working" if me.workplace else "taking a walk", me.workplace or hub),
+            (max(hour + 2, 17), "meeting people around town", hub),
+            (max(hour + 3, 19), "having dinner and relaxing", me.home),
+        ]
     return [PlanItem(hour=h, activity=a, place=p) for h, a, p in day if h < bed and h <= 23]
 
 
@@ -74,21 +82,28 @@ def yesterday_memories(nodes: list[MemoryNode], today: date) -> list[MemoryNode]
 async def daily_plan(me: AgentState, mind: Mind) -> list[PlanItem]:
     now = mind.now
     yesterday = yesterday_memories(mind.memories(me.id).nodes, now.date())
-    model = plan_model(mind.place_ids, bool(yesterday))
-    skeleton = routine_plan(me, now.hour, mind.hub) or [PlanItem(hour=now.hour, activity="resting", place=me.home)]
+    usual = routine_plan(me, now.hour, mind.hub) or [PlanItem(hour=now.hour, activity="resting", place=me.home)]
+    menu = day_menu(me, mind, usual, now.date())
+    model = choice_plan_model(len(menu), now.hour, min(23, max(now.hour, bed_hour(me) - 1)), bool(yesterday))
+    number = {(o.activity, o.place): n for n, o in enumerate(menu, 1)}
     recap = yesterday[-1].text[:160] if yesterday else ""
-    default = model(plan=[i.model_dump() for i in skeleton], **({"yesterday": recap} if yesterday else {}))
+    default = model(plan=[{"hour": i.hour, "choice": number[(i.activity, i.place)]} for i in usual],
+                    **({"yesterday": recap} if yesterday else {}))
     ctx = await context(me, mind, f"{me.persona.name}'s plans and goals for {now:%A}", Purpose.PLAN)
     msgs = prompts.messages(
         me.system_prompt, "plan.j2", **ctx, day=now.strftime("%A %d %B"),
         bedtime=me.persona.routine.sleep.strftime("%H:%M"), yesterday=[memory_line(n) for n in yesterday],
-        example=default.model_dump_json(exclude=None if yesterday else {"yesterday"}),
+        menu=menu, example=default.model_dump_json(exclude=None if yesterday else {"yesterday"}),
     )
-    answer = await mind.ask(me, msgs, model, default=default, purpose=Purpose.PLAN, max_tokens=256,
+    answer = await mind.ask(me, msgs, model, default=default, purpose=Purpose.PLAN, max_tokens=24 + 20 * len(usual),
                             check=lambda v: _check_plan(v, now.hour))
-    items = sorted(answer.value.plan, key=lambda i: i.hour)
+    chosen: dict[int, Option] = {}
+    for item in answer.value.plan:  # one item an hour; the first choice for an hour stands
+        chosen.setdefault(item.hour, menu[item.choice - 1])
+    items = [PlanItem(hour=h, activity=o.activity, place=o.place) for h, o in sorted(chosen.items())]
     me.plan = items
     me.plan_day = now.date()
+    me.plan_call = answer.call_id if answer.ok else None
     me.hours = {}
     me.steps, me.steps_key = [], None
     if yesterday and answer.ok:
@@ -120,84 +135,34 @@ def _item_span(me: AgentState, hour: int) -> tuple[PlanItem, int] | None:
 
 
 async def hour_block(me: AgentState, mind: Mind) -> HourBlock:
-    """What the current hour is for, splitting the plan item in force into hours when first reached."""
+    """What the current hour is for: the plan item in force (resting where they are before it)."""
     hour = mind.now.hour
-    if hour in me.hours:
-        return me.hours[hour]
-    span = _item_span(me, hour)
-    if span is None:
-        me.hours[hour] = HourBlock(hour, "taking it easy", me.place)
-        return me.hours[hour]
-    item, end = span
-    n = min(end - hour, MAX_HOURS)
-    if n <= 1:
-        me.hours[hour] = HourBlock(hour, item.activity, item.place)
-        return me.hours[hour]
-    model = hours_model(n)
-    default = model(hours=[item.activity] * n)
-    ctx = await context(me, mind, item.activity, Purpose.HOURS)
-    msgs = prompts.messages(
-        me.system_prompt, "hours.j2", **ctx, plan=me.plan, item=item, item_place=mind.place_name(item.place),
-        start=hour, end=hour + n, example=default.model_dump_json(),
-    )
-    answer = await mind.ask(me, msgs, model, default=default, purpose=Purpose.HOURS, max_tokens=24 + 20 * n)
-    for j, activity in enumerate(answer.value.hours):
-        me.hours[hour + j] = HourBlock(hour + j, activity.strip() or item.activity, item.place)
-    mind.record_schedule(me, "hours", item.activity,
-                         [{"hour": hour + j, "activity": me.hours[hour + j].activity, "place": item.place}
-                          for j in range(n)], answer.ok)
+    if hour not in me.hours:
+        span = _item_span(me, hour)
+        me.hours[hour] = (HourBlock(hour, span[0].activity, span[0].place) if span is not None
+                          else HourBlock(hour, "taking it easy", me.place))
     return me.hours[hour]
 
 
-def fit_steps(steps: list[Step], window: int, call_id: int | None = None) -> list[Action]:
-    """Steps laid end to end over ``window`` minutes: later ones cut, the last one stretched or
-    trimmed so the queue ends with the hour."""
-    out: list[Action] = []
-    used = 0
-    for step in steps:
-        if used >= window:
-            break
-        text = step.action.strip().rstrip(".,;:!").strip()
-        minutes = min(step.minutes, window - used)
-        out.append(Action(text=text or "carrying on", place=step.place, minutes=minutes,
-                          importance=float(step.importance), call_id=call_id))
-        used += minutes
-    if out and used < window:
-        out[-1].minutes += window - used
-    return out
-
-
 async def plan_steps(me: AgentState, mind: Mind) -> list[Action]:
-    """Queue the rest of the current hour as 5-30 minute steps (see the module docstring)."""
+    """Queue the rest of the current hour: a reaction first (at most ``REACTION_MINUTES``, where
+    the person is), then the hour's activity at its place (see the module docstring)."""
     now = mind.now
     left = 60 - now.minute
     block = await hour_block(me, mind)
     reaction, me.replan = me.replan, None
-    if left < MIN_WINDOW and not reaction:
-        steps = [Action(block.activity, block.place, left)]
-        ok = True
-    else:
-        model = steps_model(mind.place_ids)
-        first = min(30, left)
-        example = [{"action": clip(reaction or block.activity, 60), "place": block.place, "minutes": first,
-                    "importance": 3}]
-        if left > first:
-            example.append({"action": clip(block.activity, 60), "place": block.place, "minutes": min(30, left - first),
-                            "importance": 2})
-        default = model(steps=example)
-        ctx = await context(me, mind, reaction or block.activity, Purpose.STEPS)
-        msgs = prompts.messages(
-            me.system_prompt, "steps.j2", **ctx, block=block, block_place=mind.place_name(block.place),
-            until=(now + timedelta(minutes=left)).strftime("%H:%M"), minutes=left, reaction=reaction or "",
-            example=default.model_dump_json(),
-        )
-        answer = await mind.ask(me, msgs, model, default=default, purpose=Purpose.STEPS, max_tokens=200)
-        ok = answer.ok
-        steps = (fit_steps(answer.value.steps, left, answer.call_id) if ok
-                 else [Action(reaction or block.activity, block.place, left)])
+    usual = {(i.activity, i.place) for i in routine_plan(me, 0, mind.hub)}
+    importance = USUAL_IMPORTANCE if (block.activity, block.place) in usual else None
+    steps: list[Action] = []
+    if reaction:
+        first = min(REACTION_MINUTES, left)
+        steps.append(Action(reaction, me.place, first))
+        left -= first
+    if left > 0:
+        steps.append(Action(block.activity, block.place, left, importance=importance, call_id=me.plan_call))
     me.steps = steps
     me.steps_key = (now.date(), now.hour)
     mind.record_schedule(me, "steps", block.activity,
                          [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
-                          for s in steps], ok)
+                          for s in steps], True)
     return steps

@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
-from simulation.core import PlanItem
 
 
 def _clamp(lo: int, hi: int) -> AfterValidator:
@@ -64,28 +63,14 @@ class ProbeAnswer(Answer):
     answer: _text(240)  # type: ignore[valid-type]
 
 
-class ImportanceAnswer(Answer):
-    ratings: list[int]
+class PlanChoice(Answer):
+    hour: int
+    choice: int
 
 
 class DailyPlan(Answer):
     yesterday: str = ""
-    plan: list[PlanItem]
-
-
-class HourBlocks(Answer):
-    hours: list[str]
-
-
-class Step(Answer):
-    action: str
-    place: str
-    minutes: int
-    importance: int
-
-
-class Steps(Answer):
-    steps: list[Step]
+    plan: list[PlanChoice]
 
 
 class Questions(Answer):
@@ -101,8 +86,7 @@ class Insights(Answer):
     insights: list[Insight]
 
 
-MAX_PLAN_ITEMS = 6
-MAX_STEPS = 6
+MAX_PLAN_ITEMS = 10
 MAX_INSIGHTS = 5
 
 
@@ -112,45 +96,23 @@ def react_model(can_talk: bool) -> type[ReactAnswer]:
     return create_model("ReactAnswer", __base__=ReactAnswer, decision=(choices, ...))
 
 
-@lru_cache(maxsize=16)
-def importance_model(n: int) -> type[ImportanceAnswer]:
-    """Exactly ``n`` ratings from 1 to 10."""
-    return create_model("ImportanceAnswer", __base__=ImportanceAnswer,
-                        ratings=(list[_bounded(1, 10)], Field(min_length=n, max_length=n)))  # type: ignore[valid-type]
-
-
-@lru_cache(maxsize=32)
-def plan_model(place_ids: tuple[str, ...], with_yesterday: bool = False) -> type[DailyPlan]:
-    """A daily-plan answer model whose places must be these ids; with a one-line summary of
-    yesterday written first when there was a yesterday (the plan is then written after it)."""
-    places = Literal[place_ids]  # type: ignore[valid-type]
-    item = create_model(
-        "PlanItem", __base__=PlanItem,
-        hour=(_bounded(0, 23), ...), activity=(_text(60), ...), place=(places, ...),
-    )
+@lru_cache(maxsize=64)
+def choice_plan_model(n_options: int, first_hour: int = 0, last_hour: int = 23,
+                      with_yesterday: bool = False) -> type[DailyPlan]:
+    """A daily plan chosen from a menu: each item an hour from ``first_hour`` to ``last_hour``
+    and the number of one of ``n_options`` options. Both are enums, so the model can name
+    nothing else (a grammar cannot bound a plain integer, and the bundled model counted hours
+    from 1); numbers, not the options' text, so the schema holds no scenario text and the
+    grammar stays small. With a one-line summary of yesterday written first when there was a
+    yesterday (the plan is then chosen after it)."""
+    hours = tuple(range(first_hour, max(first_hour, last_hour) + 1))
+    item = create_model("PlanChoice", __base__=Answer, hour=(Literal[hours], ...),  # type: ignore[valid-type]
+                        choice=(Literal[tuple(range(1, n_options + 1))], ...))  # type: ignore[valid-type]
     fields: dict[str, Any] = {}
     if with_yesterday:
         fields["yesterday"] = (_text(160), ...)
     fields["plan"] = (list[item], Field(min_length=1, max_length=MAX_PLAN_ITEMS))  # type: ignore[valid-type]
     return create_model("DailyPlan", __base__=DailyPlan, **fields)
-
-
-@lru_cache(maxsize=16)
-def hours_model(n: int) -> type[HourBlocks]:
-    """What happens in each of ``n`` consecutive hours."""
-    return create_model("HourBlocks", __base__=HourBlocks,
-                        hours=(list[_text(60)], Field(min_length=n, max_length=n)))  # type: ignore[valid-type]
-
-
-@lru_cache(maxsize=32)
-def steps_model(place_ids: tuple[str, ...]) -> type[Steps]:
-    """5-30 minute actions, each at one of these places, each with its importance."""
-    places = Literal[place_ids]  # type: ignore[valid-type]
-    step = create_model(
-        "Step", __base__=Step, action=(_text(60), ...), place=(places, ...),
-        minutes=(_bounded(5, 30), ...), importance=(_bounded(1, 10), ...),
-    )
-    return create_model("Steps", __base__=Steps, steps=(list[step], Field(min_length=1, max_length=MAX_STEPS)))  # type: ignore[valid-type]
 
 
 @lru_cache(maxsize=4)

@@ -1,8 +1,10 @@
 """The bigfive suite: IPIP-50 self-ratings in character, compared with the persona's targets.
 
 Each item is its own two-message conversation (persona as system message, one statement as
-the question), so no answer can lean on an earlier one; the rating is constrained to 1-5 by
-the JSON schema. An item whose answer is unusable after the retry is missing, not guessed.
+the question), so no answer can lean on an earlier one. The rating is the expected value over
+the model's probabilities of answering 1 ... 5 (``simulation.llm.scoring``), not a sampled
+digit: a sampled "4" was the answer to about 87 % of items whatever the persona. An item the
+backend can neither score nor answer is missing, not guessed.
 The comparison helpers here (``compare``, ``aggregate_factors``) serve the interview suite too.
 """
 
@@ -10,10 +12,8 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from simulation.evaluation import ipip, prompts
 from simulation.evaluation.ipip import FACTORS
@@ -24,13 +24,7 @@ from simulation.evaluation.targets import Target
 SUITE = "bigfive"
 
 
-class Rating(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    rating: Literal[1, 2, 3, 4, 5]
-
-
-_NO_RATING = Rating(rating=3)  # never scored: a failed item is recorded as missing
+LIKERT = ("1", "2", "3", "4", "5")
 
 
 @dataclass
@@ -112,11 +106,11 @@ def planned(session: Session, targets: list[Target]) -> int:
     return len(ipip.select(session.options.items)) * len(targets)
 
 
-async def _one(session: Session, t: Target, ctx: dict, item: ipip.Item) -> tuple[int, int | None, int | None]:
+async def _one(session: Session, t: Target, ctx: dict, item: ipip.Item) -> tuple[int, float | None, int | None]:
     msgs = prompts.agent_messages(ctx, "ipip_item.j2", statement=item.statement)
-    answer = await session.ask("agent", t.key, msgs, Rating, default=_NO_RATING, purpose=f"ipip{item.id}",
-                               max_tokens=16)
-    return item.id, answer.value.rating if answer.ok else None, answer.call_id
+    rating = await session.ask_rating("agent", t.key, msgs, LIKERT, [1.0, 2.0, 3.0, 4.0, 5.0], default=3.0,
+                                      purpose=f"ipip{item.id}")
+    return item.id, round(rating.value, 4) if rating.ok else None, rating.call_id
 
 
 async def evaluate(session: Session, t: Target) -> FactorResult:

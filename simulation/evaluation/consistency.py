@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simulation.evaluation import prompts
-from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, no_judgement, parse_final_line
+from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, judged_score, no_judgement
 from simulation.evaluation.session import Metric, Session
 from simulation.evaluation.stats import bootstrap
 from simulation.evaluation.targets import Behaviour, Target
@@ -45,7 +45,7 @@ class Judged:
     sim_time: str
     kind: str
     text: str
-    score: int | None
+    score: float | None
     assessment: str
     call_id: int | None
 
@@ -83,8 +83,10 @@ async def _judge(session: Session, t: Target, ctx: dict, b: Behaviour) -> Judged
                                   what=_WHAT.get(b.kind, b.kind), text=b.text)
     verdict = await session.ask("judge", t.key, msgs, judge_model(0, 9), default=no_judgement(0, 9),
                                 purpose=f"cons_{b.event_id}", max_tokens=JUDGE_TOKENS, check=final_line_check(0, 9))
-    return Judged(b.event_id, b.tick, b.sim_time, b.kind, b.text, parse_final_line(verdict.value.final_line, 0, 9),
-                  verdict.value.assessment, verdict.call_id)
+    score = await judged_score(
+        lambda m, o, v: session.ask_rating("judge", t.key, m, o, v, default=4.5, purpose=f"cons_{b.event_id}_score"),
+        msgs, verdict.value, verdict.ok, 0, 9)
+    return Judged(b.event_id, b.tick, b.sim_time, b.kind, b.text, score, verdict.value.assessment, verdict.call_id)
 
 
 async def evaluate(session: Session, t: Target) -> Result:

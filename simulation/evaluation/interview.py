@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from simulation.evaluation import prompts
 from simulation.evaluation.bigfive import FactorResult, aggregate_factors, target_metrics
 from simulation.evaluation.ipip import FACTORS
-from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, no_judgement, parse_final_line
+from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, judged_score, no_judgement
 from simulation.evaluation.session import Metric, Session
 from simulation.evaluation.targets import Target
 
@@ -53,7 +53,9 @@ async def _factor(session: Session, t: Target, ctx: dict, factor: str) -> tuple[
     msgs = prompts.judge_messages("interview_judge.j2", factor=spec, qa=qa)
     verdict = await session.ask("judge", t.key, msgs, judge_model(1, 5), default=no_judgement(1, 5),
                                 purpose=f"iv_judge_{factor}", max_tokens=JUDGE_TOKENS, check=final_line_check(1, 5))
-    score = parse_final_line(verdict.value.final_line, 1, 5)
+    score = await judged_score(
+        lambda m, o, v: session.ask_rating("judge", t.key, m, o, v, default=3.0, purpose=f"iv_judge_{factor}_score"),
+        msgs, verdict.value, verdict.ok, 1, 5)
     details = {"score_1_5": score, "dropped": score is None, "qa": qa, "assessment": verdict.value.assessment,
                "call_ids": [a.call_id for a in answers] + [verdict.call_id]}
     return factor, None if score is None else (score - 1) / 4, details

@@ -58,7 +58,7 @@ def select(n: int | None) -> tuple[Item, ...]:
     return all_items if n is None or n >= len(all_items) else all_items[:n]
 
 
-def keyed_score(item: Item, answer: int) -> int:
+def keyed_score(item: Item, answer: float) -> float:
     """The item's contribution on its factor's 1-5 scale."""
     return answer if item.sign > 0 else 6 - answer
 
@@ -77,7 +77,7 @@ class FactorScore:
         return None if self.mean is None else (self.mean - 1.0) / 4.0
 
 
-def score(answers: dict[int, int | None], asked: tuple[Item, ...]) -> dict[str, FactorScore]:
+def score(answers: dict[int, float | None], asked: tuple[Item, ...]) -> dict[str, FactorScore]:
     """Factor scores from answers by item id (None or absent = not answered)."""
     out = {}
     for factor in FACTORS:

@@ -1,4 +1,11 @@
-"""Judge answers: a short assessment and a fixed final line, ``Score: N``, parsed strictly.
+"""Judge answers: a short assessment and a fixed final line, ``Score: N``, then the score read
+from the judge's probabilities.
+
+The judge writes its assessment and final line first (reasoning before the number). The score
+itself is then asked as a rating: the judge's own assessment is put back as its answer, and the
+score is the expected value over its probabilities of answering ``lo`` ... ``hi``
+(``judged_score``, ``simulation.llm.scoring``), not the digit it happened to sample. Where the
+backend cannot score, the final line is the score, as before:
 
 The score sits in a fixed final line (as in PersonaGym's judges). The answer's JSON schema
 gives that line a pattern, so a backend that enforces schemas (a llama.cpp grammar, vLLM,
@@ -11,7 +18,7 @@ is still unparsable is dropped and counted, never guessed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import lru_cache
 from typing import Annotated
 
@@ -71,3 +78,31 @@ def final_line_check(lo: int, hi: int) -> Callable[[JudgeAnswer], str | None]:
         return None
 
     return check
+
+
+def scale(lo: int, hi: int) -> tuple[tuple[str, ...], list[float]]:
+    """A rating scale's answer options and their values."""
+    return tuple(str(v) for v in range(lo, hi + 1)), [float(v) for v in range(lo, hi + 1)]
+
+
+def score_messages(messages: list[dict[str, str]], assessment: str, lo: int, hi: int) -> list[dict[str, str]]:
+    """The judge's conversation with its assessment as its answer, and the score asked for alone."""
+    return [*messages, {"role": "assistant", "content": assessment.strip() or "(no assessment)"},
+            {"role": "user", "content": f"So your score, from {lo} to {hi}? Answer with the number only."}]
+
+
+RateFn = Callable[[list[dict[str, str]], Sequence[str], Sequence[float]], Awaitable[object]]
+
+
+async def judged_score(rate: RateFn, messages: list[dict[str, str]], verdict: JudgeAnswer, ok: bool,
+                       lo: int, hi: int) -> float | None:
+    """The judgement's score: the expected value over the judge's probabilities of each score
+    after its own assessment (``rate(messages, options, values)`` returns a ``Rating``); the
+    final line's N where the backend gave no probabilities; None for a judgement that failed."""
+    if not ok:
+        return None
+    written = parse_final_line(verdict.final_line, lo, hi)
+    rating = await rate(score_messages(messages, verdict.assessment, lo, hi), *scale(lo, hi))
+    if getattr(rating, "ok", False) and not getattr(rating, "sampled", True):
+        return round(float(rating.value), 4)  # type: ignore[attr-defined]
+    return None if written is None else float(written)

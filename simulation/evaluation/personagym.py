@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from simulation.evaluation import prompts
-from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, no_judgement, parse_final_line
+from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, judged_score, no_judgement
 from simulation.evaluation.session import Metric, Session
 from simulation.evaluation.stats import bootstrap
 from simulation.evaluation.targets import Target
@@ -78,7 +78,7 @@ class Item:
     question_generated: bool
     answer: str
     answered: bool
-    score: int | None
+    score: float | None
     assessment: str
     call_ids: list[int | None] = field(default_factory=list)
 
@@ -144,14 +144,15 @@ async def _item(session: Session, t: Target, ctx: dict, setting_id: str, task: s
         "agent", t.key, prompts.agent_messages(ctx, "answer.j2", setting=setting, question=question),
         InCharacter, default=InCharacter(answer="-"), purpose=f"pg_a_{tag}", max_tokens=340)
     response = answer.value.answer if answer.ok else ""
-    verdict = await session.ask(
-        "judge", t.key, prompts.judge_messages(
-            "pg_judge.j2", **ctx, task=spec, rubric=spec["rubric"], rubric_persona=spec["rubric_persona"],
-            rubric_question=spec["rubric_question"], setting=setting, question=question, response=response),
-        judge_model(1, 5), default=no_judgement(1, 5), purpose=f"pg_j_{tag}", max_tokens=JUDGE_TOKENS,
-        check=final_line_check(1, 5))
-    return Item(task, setting_id, question, asked.ok, response, answer.ok,
-                parse_final_line(verdict.value.final_line, 1, 5), verdict.value.assessment,
+    judging = prompts.judge_messages(
+        "pg_judge.j2", **ctx, task=spec, rubric=spec["rubric"], rubric_persona=spec["rubric_persona"],
+        rubric_question=spec["rubric_question"], setting=setting, question=question, response=response)
+    verdict = await session.ask("judge", t.key, judging, judge_model(1, 5), default=no_judgement(1, 5),
+                                purpose=f"pg_j_{tag}", max_tokens=JUDGE_TOKENS, check=final_line_check(1, 5))
+    score = await judged_score(
+        lambda m, o, v: session.ask_rating("judge", t.key, m, o, v, default=3.0, purpose=f"pg_j_{tag}_score"),
+        judging, verdict.value, verdict.ok, 1, 5)
+    return Item(task, setting_id, question, asked.ok, response, answer.ok, score, verdict.value.assessment,
                 [asked.call_id, answer.call_id, verdict.call_id])
 
 

@@ -30,7 +30,7 @@ EVALUATION_COLUMNS: dict[str, type] = {
 CALL_COLUMNS: dict[str, type] = {
     "id": int, "eval_id": str, "role": str, "target": str, "purpose": str, "backend": str, "model": str,
     "attempt": int, "seed": int, "temperature": float, "max_tokens": int, "messages": str, "json_schema": str,
-    "completion": str, "finish_reason": str, "parse_ok": int, "parse_error": str, "fallback": int, "cache_hit": int,
+    "options": str, "completion": str, "finish_reason": str, "parse_ok": int, "parse_error": str, "fallback": int, "cache_hit": int,
     "prompt_tokens": int, "completion_tokens": int, "latency_s": float,
 }
 
@@ -79,7 +79,7 @@ def _write_eval_db(path: Path, result: EvalResult, out: Path) -> None:
             db["evaluations"].insert_all(evaluation_rows(result, result.metrics, out))
             if "llm_calls" not in db.table_names():
                 db["llm_calls"].create(CALL_COLUMNS, pk="id")
-            db["llm_calls"].insert_all({"eval_id": result.eval_id, **c} for c in result.calls)
+            db["llm_calls"].insert_all(({"eval_id": result.eval_id, **c} for c in result.calls), alter=True)
     finally:
         db.close()
 

@@ -7,14 +7,14 @@ so each score can be traced to the exact prompts and completions behind it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from simulation.llm.backend import Backend
-from simulation.llm.client import Answer, LLMClient
+from simulation.llm.client import Answer, LLMClient, Rating
 from simulation.llm.seeds import derive_seed
 from simulation.llm.types import CallRecord, RawCompletion
 
@@ -79,7 +79,9 @@ class Session:
                 "backend": rec.backend, "model": rec.model, "attempt": rec.attempt, "seed": req.seed,
                 "temperature": req.temperature, "max_tokens": req.max_tokens,
                 "messages": json.dumps(req.messages, ensure_ascii=False),
-                "json_schema": json.dumps(req.json_schema, ensure_ascii=False), "completion": c.text,
+                "json_schema": json.dumps(req.json_schema, ensure_ascii=False),
+                "options": json.dumps(req.options, ensure_ascii=False) if req.options is not None else None,
+                "completion": c.text,
                 "finish_reason": c.finish_reason, "parse_ok": int(rec.parse_ok), "parse_error": rec.parse_error,
                 "fallback": int(rec.fallback), "cache_hit": int(getattr(rec, "cache_hit", False)),
                 "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "latency_s": c.latency_s,
@@ -93,6 +95,13 @@ class Session:
         client = self.agent if who == "agent" else self.judge
         return await client.ask(messages, model, default=default, purpose=purpose, agent_id=target, tick=None,
                                 max_tokens=max_tokens, check=check)
+
+    async def ask_rating(self, who: str, target: str, messages: list[dict[str, str]], options: Sequence[str],
+                         values: Sequence[float], *, default: float, purpose: str) -> Rating:
+        """A rating as the expected value over the options' probabilities (``simulation.llm.scoring``)."""
+        client = self.agent if who == "agent" else self.judge
+        return await client.rate(messages, options, values, default=default, purpose=purpose, agent_id=target,
+                                 tick=None)
 
     def boot_seed(self, *parts: object) -> int:
         """A bootstrap seed per statistic: deterministic, and independent between statistics."""

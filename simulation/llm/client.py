@@ -10,15 +10,16 @@ then the caller's safe default is used and logged, never raised.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model
 
 from simulation.batching import Batcher
 from simulation.llm.backend import Backend
+from simulation.llm.scoring import ScoredOptions, expected
 from simulation.llm.seeds import derive_seed
 from simulation.llm.types import CallRecord, LLMRequest, RawCompletion
 
@@ -48,6 +49,29 @@ class ClientStats:
     parse_failures: int = 0
     fallbacks: int = 0
     cache_hits: int = 0
+    ratings: int = 0
+    sampled_ratings: int = 0
+    """Ratings the backend could not score, for which one option was sampled instead."""
+
+
+@dataclass
+class Rating:
+    """A rating read from the model's probabilities over the options (``simulation.llm.scoring``)."""
+
+    value: float
+    probabilities: list[float]
+    """One per option; one-hot when sampled, empty when the default was used."""
+    ok: bool
+    """False when the value is the caller's default."""
+    sampled: bool = False
+    """The backend gave no probabilities: one option was sampled (the old, noisy way)."""
+    call_id: int | None = None
+
+
+@lru_cache(maxsize=64)
+def _choice_model(options: tuple[str, ...]) -> type[BaseModel]:
+    """``{"answer": one of the options}``: the sampled fallback of a rating."""
+    return create_model("Choice", __base__=BaseModel, answer=(Literal[options], ...))  # type: ignore[valid-type]
 
 
 @lru_cache(maxsize=128)
@@ -142,6 +166,39 @@ class LLMClient:
                       {"role": "user", "content": f"That answer is not usable: {error}. Answer again, differently."}]
         self.stats.fallbacks += 1
         return Answer(default, False, call_id)
+
+    async def rate(self, messages: list[dict[str, str]], options: Sequence[str], values: Sequence[float], *,
+                   default: float, purpose: str, agent_id: str | None, tick: int | None) -> Rating:
+        """The expected value over ``options`` (answer texts, e.g. "1".."10"), weighted by the
+        model's probability of each as its whole answer; ``values`` are what the options mean.
+        Where the backend cannot score, one option is sampled under a schema (counted in
+        ``stats.sampled_ratings``), and ``default`` is used if even that fails."""
+        self.stats.ratings += 1
+        request = LLMRequest(messages=messages, options=list(options), max_tokens=1, temperature=0.0,
+                             seed=derive_seed(self.run_seed, agent_id, tick, purpose, 0), purpose=purpose,
+                             agent_id=agent_id, tick=tick)
+        completion = await self._batcher.submit(request, who=agent_id, purpose=purpose)
+        error = completion.error
+        scored = None
+        if error is None:
+            try:
+                scored = ScoredOptions.from_text(completion.text, len(options))
+            except ValueError as exc:
+                error = str(exc)
+        call_id = self._record(request, completion, 0, scored is not None, error, fallback=False)
+        if scored is not None:
+            probabilities = scored.probabilities()
+            return Rating(expected(values, probabilities), probabilities, True, False, call_id)
+        self.stats.sampled_ratings += 1
+        model = _choice_model(tuple(options))
+        nearest = min(range(len(values)), key=lambda i: abs(values[i] - default))
+        answer = await self.ask(messages, model, default=model(answer=options[nearest]), purpose=purpose,
+                                agent_id=agent_id, tick=tick, max_tokens=16)
+        if not answer.ok:
+            return Rating(default, [], False, True, answer.call_id)
+        picked = list(options).index(answer.value.answer)  # type: ignore[attr-defined]
+        return Rating(values[picked], [float(i == picked) for i in range(len(options))], True, True,
+                      answer.call_id)
 
     def _record(self, request: LLMRequest, completion: RawCompletion, attempt: int, ok: bool,
                 error: str | None, fallback: bool) -> int | None:

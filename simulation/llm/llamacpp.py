@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import OnDone
+from simulation.llm.chat_format import ChatFormat
+from simulation.llm.scoring import ScoredOptions, log_softmax_at
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.paths import resolve_path
 
@@ -35,10 +37,6 @@ if TYPE_CHECKING:
     from simulation.llm.settings import LlamaCppSettings
 
 BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-CHATML = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 
 
 def bundled_model_path() -> Path:
@@ -151,10 +149,7 @@ class LlamaCppBackend:
                 raise RunError(f"cannot load model {path}: {exc}") from None
             _LOADED[self._key] = [self._llm, 1]
         self._grammars: dict[str, Any] = {}
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-        template = self._llm.metadata.get("tokenizer.chat_template") or CHATML
-        self._template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(template)
+        self.chat = ChatFormat(self._llm)
         self.prefix_hits = 0
         self.prefix_restores = 0
         self._states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
@@ -174,22 +169,9 @@ class LlamaCppBackend:
                 self._grammars[key] = LlamaGrammar.from_string(gbnf, verbose=False)
         return self._grammars[key]
 
-    def _render(self, messages: list[dict[str, str]], generation_prompt: bool) -> str:
-        return self._template.render(
-            messages=messages, add_generation_prompt=generation_prompt, bos_token="", eos_token=""
-        )
-
     def _tokens(self, req: LLMRequest) -> tuple[list[int], int]:
-        """Prompt tokens, and how many of them are the system chunk."""
-        msgs = req.messages
-        has_system = bool(msgs) and msgs[0].get("role") == "system"
-        full = self._render(msgs, True)
-        prefix = self._render(msgs[:1], False) if has_system else ""
-        if not full.startswith(prefix):  # a template that rewrites the system turn
-            prefix = ""
-        tok = self._llm.tokenize
-        head = tok(prefix.encode(), add_bos=False, special=True) if prefix else []
-        return head + tok(full[len(prefix):].encode(), add_bos=False, special=True), len(head)
+        """Prompt tokens, and how many of them are the system chunk (``ChatFormat.tokens``)."""
+        return self.chat.tokens(req.messages)
 
     def _prime(self, tokens: list[int], n_prefix: int) -> None:
         """Leave the KV cache holding exactly ``tokens[:n_prefix]``, evaluated canonically."""
@@ -247,12 +229,57 @@ class LlamaCppBackend:
             finish_reason=choice.get("finish_reason"),
         )
 
+    def _score(self, req: LLMRequest) -> RawCompletion:
+        """Each option's log-probability as the whole answer: log P(its tokens, then the template's
+        end of answer | prompt), from the logits. The prompt is evaluated in the same two canonical
+        chunks as a generated answer; each option is evaluated after it and rolled back."""
+        import numpy as np
+
+        started = time.perf_counter()
+        llm = self._llm
+        options = req.options or []
+        try:
+            tokens, n_prefix = self._tokens(req)
+            spelled = [self.chat.tokenize(o) + [self.chat.answer_end] for o in options]
+            longest = max((len(t) for t in spelled), default=0)
+            if len(tokens) + longest > llm.n_ctx():
+                raise ValueError(f"prompt of {len(tokens)} tokens exceeds the context window of {llm.n_ctx()}")
+            if n_prefix >= len(tokens):
+                n_prefix = 0
+            self._prime(tokens, n_prefix)
+            llm.eval(tokens[n_prefix:])
+            base = llm.n_tokens
+            n_vocab = llm.n_vocab()
+
+            def last_logits() -> Any:
+                return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).copy()
+
+            after_prompt = last_logits()
+            scores: list[float | None] = []
+            evaluated = 0
+            for option in spelled:
+                logprob = log_softmax_at(after_prompt, option[0])
+                for j in range(1, len(option)):
+                    llm.eval([option[j - 1]])
+                    evaluated += 1
+                    logprob += log_softmax_at(last_logits(), option[j])
+                llm._ctx.kv_cache_seq_rm(-1, base, -1)
+                llm.n_tokens = base
+                scores.append(logprob)
+        except (ValueError, RuntimeError) as exc:
+            llm.reset()
+            return RawCompletion(text="", latency_s=time.perf_counter() - started, error=str(exc))
+        return RawCompletion(text=ScoredOptions(scores, exact=True).to_text(), prompt_tokens=len(tokens),
+                             completion_tokens=evaluated, latency_s=time.perf_counter() - started,
+                             finish_reason="scored")
+
     def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
         results: list[RawCompletion | None] = [None] * len(requests)
         # Deterministic order that groups shared prefixes for KV-cache reuse.
         order = sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages))
         for i in order:
-            results[i] = self._one(requests[i])
+            req = requests[i]
+            results[i] = self._score(req) if req.options is not None else self._one(req)
             if on_done:
                 on_done(i, results[i])  # type: ignore[arg-type]
         return results  # type: ignore[return-value]

@@ -30,6 +30,7 @@ import httpx
 
 from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import OnDone
+from simulation.llm.scoring import TOP_LOGPROBS, from_top_logprobs
 from simulation.llm.types import LLMRequest, RawCompletion
 
 if TYPE_CHECKING:
@@ -259,6 +260,9 @@ class OpenAIBackend:
             "model": self.model_id, "messages": req.messages, "max_tokens": req.max_tokens,
             "temperature": req.temperature, "seed": req.seed, "n": 1, "stream": False,
         }
+        if req.options is not None:  # scored, not written: the first answer token's top log-probabilities
+            body.update(max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS)
+            return body
         if req.json_schema is not None:
             if server.mode == "json_schema":
                 body["response_format"] = {"type": "json_schema",
@@ -279,7 +283,7 @@ class OpenAIBackend:
                 raise _Transient(f"{server.url}: {_describe(exc)}") from None
             status, text = resp.status_code, resp.text
             if status == 200:
-                return _completion(server, text)
+                return _completion(server, text, req.options)
             if self.auto and req.json_schema is not None and _refused_response_format(status, text) \
                     and sent_mode != "none":
                 if server.mode == sent_mode:  # concurrent requests may have stepped down already
@@ -308,13 +312,13 @@ class OpenAIBackend:
         return ", ".join(f"{s.url} ({s.requests} requests, {s.failures} failures, {s.mode})" for s in self.servers)
 
 
-def _completion(server: Server, text: str) -> RawCompletion:
+def _completion(server: Server, text: str, options: list[str] | None = None) -> RawCompletion:
     try:
         data = json.loads(text)
         choice = data["choices"][0]
         content = choice["message"].get("content") or ""
         usage = data.get("usage") or {}
-        return RawCompletion(
+        out = RawCompletion(
             text=content, prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=choice.get("finish_reason"), server=server.url,
@@ -322,6 +326,21 @@ def _completion(server: Server, text: str) -> RawCompletion:
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise _Transient(f"{server.url}: the reply is not a chat completion: {_snippet(text)}",
                          server_down=False) from None
+    if options is not None:
+        top = _top_logprobs(choice)
+        if not top:
+            return out.model_copy(update={"text": "", "error": f"{server.url} gave no log-probabilities"})
+        return out.model_copy(update={"text": from_top_logprobs(top, options).to_text(), "finish_reason": "scored"})
+    return out
+
+
+def _top_logprobs(choice: dict[str, Any]) -> dict[str, float]:
+    """token -> logprob at the answer's first position, from an OpenAI-style ``logprobs`` block."""
+    try:
+        first = (choice.get("logprobs") or {}).get("content")[0]
+        return {str(t["token"]): float(t["logprob"]) for t in first.get("top_logprobs") or []}
+    except (TypeError, IndexError, KeyError, ValueError, AttributeError):
+        return {}
 
 
 def _describe(exc: Exception) -> str:

@@ -20,6 +20,9 @@ class LLMRequest(BaseModel):
     purpose: str = "chat"
     agent_id: str | None = None
     tick: int | None = None
+    options: list[str] | None = None
+    """Score these answers instead of writing one: the backend answers with each option's
+    log-probability as the assistant's whole answer (``simulation.llm.scoring``)."""
 
     def key(self, model_id: str) -> str:
         """Content address of this request for a given model (the replay-cache key).
@@ -34,6 +37,8 @@ class LLMRequest(BaseModel):
             "temperature": self.temperature,
             "seed": self.seed,
         }
+        if self.options is not None:  # absent otherwise: older replay caches keep their keys
+            payload["options"] = self.options
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

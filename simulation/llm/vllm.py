@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import OnDone
+from simulation.llm.scoring import TOP_LOGPROBS, from_top_logprobs
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.paths import resolve_path
 
@@ -85,6 +86,8 @@ class VLLMBackend:
         self._sampling = vllm.SamplingParams
 
     def _params(self, req: LLMRequest) -> Any:
+        if req.options is not None:  # scored, not written: the first answer token's top log-probabilities
+            return self._sampling(temperature=0.0, max_tokens=1, seed=req.seed, n=1, logprobs=TOP_LOGPROBS)
         extra = _structured(req.json_schema) if req.json_schema is not None else {}
         return self._sampling(temperature=req.temperature, max_tokens=req.max_tokens, seed=req.seed, n=1, **extra)
 
@@ -109,6 +112,8 @@ class VLLMBackend:
                 completion_tokens=len(choice.token_ids or ()), latency_s=latency,
                 finish_reason=choice.finish_reason,
             )
+            if requests[i].options is not None:
+                completion = _scored(completion, choice, requests[i].options)
             results.append(completion)
             if on_done:
                 on_done(i, completion)
@@ -116,3 +121,17 @@ class VLLMBackend:
 
     def close(self) -> None:
         self._llm = None
+
+
+def _scored(completion: RawCompletion, choice: Any, options: list[str]) -> RawCompletion:
+    """An options request's answer: the options' log-probabilities from the first generated
+    token's top list (``choice.logprobs[0]``: token id -> Logprob with ``decoded_token``)."""
+    try:
+        first = choice.logprobs[0]
+        top = {str(lp.decoded_token): float(lp.logprob) for lp in first.values() if lp.decoded_token is not None}
+    except (TypeError, IndexError, AttributeError):
+        top = {}
+    if not top:
+        return completion.model_copy(update={"text": "", "error": "vLLM gave no log-probabilities"})
+    return completion.model_copy(update={"text": from_top_logprobs(top, options).to_text(),
+                                         "finish_reason": "scored"})

@@ -79,7 +79,7 @@ class PeerRewards:
     scorer: float
 
 
-def peer_rewards(score: int | None, lo: int, hi: int, critic_parsed: bool = True) -> PeerRewards:
+def peer_rewards(score: float | None, lo: int, hi: int, critic_parsed: bool = True) -> PeerRewards:
     """CoMAS's zero-sum mapping: speaker ``s``, critic ``1 - s``, an unparsable scorer ``-1``.
 
     With no usable score there is nothing to share: the speaker and the critic earn nothing

@@ -24,7 +24,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from simulation.evaluation.judging import JudgeAnswer, final_line_check, judge_model, parse_final_line
+from simulation.evaluation.judging import JudgeAnswer, final_line_check, judge_model, judged_score
 from simulation.evaluation.session import Session
 from simulation.llm.seeds import derive_seed
 from simulation.rewards import arithmetic, prompts, rubric
@@ -64,8 +64,9 @@ class Critique:
     critique: str | None
     """None: the critic's answer was unusable after the retry."""
     critic_call_id: int | None
-    score: int | None
-    """The scorer's ``N`` on the rubric scale; None: unusable after the retry."""
+    score: float | None
+    """The scorer's score on the rubric scale (expected over its probabilities, ``judged_score``);
+    None: unusable after the retry."""
     assessment: str
     scorer_call_id: int | None
 
@@ -100,6 +101,9 @@ async def critique(session: Session, turn: Turn, critic_id: str, scorer_id: str,
     verdict = await session.ask("agent", scorer_id, msgs, model, default=model(assessment="", final_line=""),
                                 purpose=purpose("score", turn), max_tokens=SCORER_TOKENS,
                                 check=final_line_check(rubric.LO, rubric.HI))
-    score = parse_final_line(verdict.value.final_line, rubric.LO, rubric.HI) if verdict.ok else None
+    score = await judged_score(
+        lambda m, o, v: session.ask_rating("agent", scorer_id, m, o, v, default=(rubric.LO + rubric.HI) / 2,
+                                           purpose=purpose("score", turn) + "_p"),
+        msgs, verdict.value, verdict.ok, rubric.LO, rubric.HI)
     return Critique(turn, critic_id, scorer_id, text, said.call_id, score,
                     verdict.value.assessment if verdict.ok else "", verdict.call_id)

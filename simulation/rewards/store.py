@@ -30,8 +30,8 @@ REWARD_COLUMNS: dict[str, type] = {
 CALL_COLUMNS: dict[str, type] = {
     "id": int, "run_id": str, "pass_id": str, "role": str, "target": str, "purpose": str, "backend": str,
     "model": str, "attempt": int, "seed": int, "temperature": float, "max_tokens": int, "messages": str,
-    "json_schema": str, "completion": str, "finish_reason": str, "parse_ok": int, "parse_error": str,
-    "fallback": int, "cache_hit": int, "prompt_tokens": int, "completion_tokens": int, "latency_s": float,
+    "json_schema": str, "options": str, "completion": str, "finish_reason": str, "parse_ok": int,
+    "parse_error": str, "fallback": int, "cache_hit": int, "prompt_tokens": int, "completion_tokens": int, "latency_s": float,
 }
 PASS_COLUMNS: dict[str, type] = {
     "pass_id": str, "run_id": str, "created_at": str, "judge_backend": str, "judge_model": str,
@@ -74,7 +74,7 @@ def write(db_path: Path, result: RewardResult) -> int:
             for table in TABLES:
                 db.execute(f"delete from [{table}] where run_id = ?", [result.run_id])
             db["rewards"].insert_all(rows)
-            db["reward_calls"].insert_all(calls)
+            db["reward_calls"].insert_all(calls, alter=True)
             db["reward_passes"].insert(summary)
     except Exception as exc:  # sqlite3.OperationalError: read-only file, locked, disk full
         raise RunError(f"cannot write rewards into {db_path}: {exc}") from None

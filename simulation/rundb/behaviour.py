@@ -21,7 +21,8 @@ plans
 llm
   ``llm.calls_per_agent_hour``, ``llm.tokens_per_agent_hour``, ``llm.parse_failure_share`` (of calls),
   ``llm.fallback_share`` (of questions: answers replaced by the safe default) and
-  ``llm.fallback_share.<purpose>``
+  ``llm.fallback_share.<purpose>``, ``llm.sampled_rating_share`` (ratings the backend could not
+  score from its probabilities, so one option was sampled)
 facts (per fact id F)
   ``facts.F.aware_share``, ``facts.F.told``, ``facts.F.cascade_depth``, ``facts.F.distortion``,
   ``facts.F.retention``, ``facts.F.invented``, ``facts.F.first_told_hour`` (game hours from the start
@@ -219,6 +220,14 @@ def _llm(con: Any, run_id: str, n: int, hours: float) -> Metrics:
     }
     for purpose in sorted(asked):
         out[f"llm.fallback_share.{purpose}"] = _ratio(fell[purpose], asked[purpose])
+    try:  # runs before ratings by probability have no options column
+        rated, unscored = con.execute(
+            "select count(*), sum(parse_ok = 0) from llm_calls where run_id = ? and options is not null "
+            "and purpose not like 'probe%'", [run_id]).fetchone()
+    except Exception:
+        rated = unscored = 0
+    if rated:
+        out["llm.sampled_rating_share"] = _ratio(unscored or 0, rated)
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from simulation.errors import InputError, Problem
-from simulation.scenario.persona import Persona
+from simulation.scenario.persona import HOME, WORK, Persona
 from simulation.scenario.references import check_references
 from simulation.scenario.resolved import LoadedScenario, ResolvedPersona
 from simulation.scenario.schema import Scenario, explain
@@ -30,9 +30,11 @@ def load(path: Path | str) -> LoadedScenario:
     sc = validate_document(doc, Scenario, "scenario", explain=explain)
     people: list[ResolvedPersona] = []
     problems: list[Problem] = []
+    places = {p.id for p in sc.town.places}
     for i, entry in enumerate(sc.personas):
         if entry.persona is not None:
             persona, source = entry.persona, f"{doc.path} (inline)"
+            where, at = doc, ("personas", i, "persona")
         else:
             persona_path = Path(doc.path).parent / entry.file  # type: ignore[operator]
             why = missing_file(persona_path)
@@ -40,14 +42,33 @@ def load(path: Path | str) -> LoadedScenario:
                 problems.append(doc.problem(("personas", i, "file"), f"persona file {why}: {persona_path}"))
                 continue
             try:
-                persona = load_persona(persona_path)
+                where, at = load_yaml(persona_path, "persona file"), ()
+                persona = validate_document(where, Persona, "persona")
             except InputError as exc:
                 problems.extend(exc.problems)
                 continue
             source = str(persona_path)
+        # Habits at places this town lacks: an inline persona was written for this town, so they
+        # are mistakes; a persona file travels between towns, so they are left out here (and
+        # `agora validate` says which).
+        misplaced = [j for j, h in enumerate(persona.routine.day)
+                     if (h.place == WORK and entry.workplace is None) or h.place not in (HOME, WORK, *places)]
+        left_out: list[str] = []
+        if entry.persona is not None:
+            for j in misplaced:
+                habit = persona.routine.day[j]
+                problems.append(where.problem(
+                    (*at, "routine", "day", j, "place"),
+                    f"'work', but the scenario gives {persona.id} no workplace (personas[{i}].workplace)"
+                    if habit.place == WORK else f"unknown place {habit.place!r} (home, work or a place of the town)"))
+        elif misplaced:
+            left_out = [f"{persona.routine.day[j].at:%H:%M} {persona.routine.day[j].activity} ({persona.routine.day[j].place})"
+                        for j in misplaced]
+            day = [h for j, h in enumerate(persona.routine.day) if j not in misplaced]
+            persona = persona.model_copy(update={"routine": persona.routine.model_copy(update={"day": day})})
         people.append(
             ResolvedPersona(persona=persona, home=entry.home, start_place=entry.start_place or entry.home,
-                            workplace=entry.workplace, source=source)
+                            workplace=entry.workplace, source=source, habits_left_out=left_out)
         )
     if problems:
         raise InputError(problems)

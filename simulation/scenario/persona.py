@@ -11,7 +11,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel, Unit, clock_time
 
-__all__ = ["BigFive", "Persona", "Routine"]
+__all__ = ["HOME", "WORK", "BigFive", "Persona", "Routine", "RoutineItem"]
 
 
 class BigFive(StrictModel):
@@ -24,14 +24,51 @@ class BigFive(StrictModel):
     neuroticism: Unit
 
 
+HOME, WORK = "home", "work"
+"""Routine places that stand for the person's own home and workplace, wherever the scenario puts them."""
+
+
+class RoutineItem(StrictModel):
+    """One habit of the usual day: from ``at`` on, this activity at this place."""
+
+    at: time = Field(description="when it starts, on the hour: 'HH:00' (the day is planned hour by hour)")
+    activity: ShortText = Field(max_length=60, description="what the person does, e.g. 'lunch at the cafe'")
+    place: Identifier = Field(description="'home', 'work', or a place id of the town")
+
+    _check_at = field_validator("at", mode="before")(clock_time)
+
+    @field_validator("at")
+    @classmethod
+    def _on_the_hour(cls, at: time) -> time:
+        if at.minute or at.second:
+            raise ValueError(f"habits start on the hour ('{at:%H}:00'): the day is planned hour by hour")
+        return at
+
+
 class Routine(StrictModel):
-    """When a person is awake, and what a usual day looks like."""
+    """When a person is awake, and what a usual day looks like.
+
+    ``day`` is the usual day as habits (optional). A small model planning a day from prose
+    invents places and activities; with habits, the day's plan is chosen from them and the
+    town's happenings (cognition/plan.py), and they are the plan when the model gives nothing
+    usable. Habits at shared places (breakfast at the cafe, the pub after work) are what bring
+    people together."""
 
     wake: time = Field(description="usual wake-up time, 'HH:MM'")
     sleep: time = Field(description="usual bedtime, 'HH:MM'")
     description: LongText = ""
+    day: list[RoutineItem] = Field(default_factory=list, max_length=12,
+                                   description="the usual day as habits, in time order")
 
     _check_times = field_validator("wake", "sleep", mode="before")(clock_time)
+
+    @field_validator("day")
+    @classmethod
+    def _in_order(cls, day: list[RoutineItem]) -> list[RoutineItem]:
+        starts = [i.at for i in day]
+        if starts != sorted(starts) or len(set(starts)) != len(starts):
+            raise ValueError("habits must be in time order, each at a different time")
+        return day
 
 
 class Persona(StrictModel):

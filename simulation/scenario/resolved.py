@@ -21,6 +21,9 @@ class ResolvedPersona(BaseModel):
     start_place: str
     workplace: str | None = None
     source: str
+    habits_left_out: list[str] = []
+    """Habits of a persona file at places this town lacks (or 'work' without a workplace): not
+    part of this run's usual day."""
 
 
 class LoadedScenario(BaseModel):

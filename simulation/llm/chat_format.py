@@ -1,0 +1,97 @@
+"""A GGUF's own chat format: its template, its BOS token when it asks for one, and the token
+that ends an answer.
+
+A GGUF carries its chat template (``tokenizer.chat_template``) and whether its tokenizer wants a
+beginning-of-sequence token (``tokenizer.ggml.add_bos_token``). Llama 3, Gemma and Mistral do;
+prompting them without it, as a bare ``add_bos=False`` tokenization does, gives a model that
+was never trained on such input. The rules, as Hugging Face's ``apply_chat_template`` and
+llama.cpp's server apply them: render the template with the real ``bos_token`` / ``eos_token``
+texts (some templates write BOS themselves), tokenize with special tokens parsed, and put BOS
+first only when the metadata asks for it and the template has not already written it.
+
+The system chunk (the first message) is tokenized apart from the rest so the backend can keep
+it as a cached prefix (see ``simulation.llm.llamacpp``); BOS belongs to that chunk.
+
+``answer_end`` is the token a finished assistant answer is followed by in this template
+(``<|im_end|>``, ``<|eot_id|>``, ``<end_of_turn>``...): scoring "7" as a whole answer means
+"7" and then that token, which is what tells "1" from the start of "10".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""Used when a GGUF carries no template of its own."""
+
+_PROBE = "\x01answer\x01"
+
+
+def _raise(message: str) -> None:
+    raise ValueError(message)
+
+
+class ChatFormat:
+    """Renders and tokenizes chat messages the way ``llm`` (a ``llama_cpp.Llama``, a vocab-only
+    one will do) was trained to read them."""
+
+    def __init__(self, llm: Any):
+        import json
+
+        from jinja2.ext import loopcontrols
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        self._llm = llm
+        vocab = llm._model
+        self.bos_id = llm.token_bos()
+        self.eos_id = llm.token_eos()
+        self.bos_text = vocab.token_get_text(self.bos_id) if self.bos_id >= 0 else ""
+        self.eos_text = vocab.token_get_text(self.eos_id) if self.eos_id >= 0 else ""
+        self.add_bos = bool(vocab.add_bos_token()) and self.bos_id >= 0
+        self.template_source = llm.metadata.get("tokenizer.chat_template") or CHATML
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+        env.filters["tojson"] = lambda x, indent=None, **_: json.dumps(x, ensure_ascii=False, indent=indent)
+        env.globals["raise_exception"] = _raise
+        env.globals["strftime_now"] = lambda fmt: datetime(2024, 1, 1).strftime(fmt)  # no wall clock in a prompt
+        self._template = env.from_string(self.template_source)
+        self.answer_end = self._answer_end()
+
+    def render(self, messages: list[dict[str, str]], generation_prompt: bool) -> str:
+        return self._template.render(messages=messages, add_generation_prompt=generation_prompt,
+                                     bos_token=self.bos_text, eos_token=self.eos_text)
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._llm.tokenize(text.encode(), add_bos=False, special=True)
+
+    def tokens(self, messages: list[dict[str, str]]) -> tuple[list[int], int]:
+        """The prompt's tokens (ending with the generation prompt), and how many of them are the
+        system chunk, BOS included (just BOS, or nothing, when there is no system message or the
+        template rewrites it)."""
+        has_system = bool(messages) and messages[0].get("role") == "system"
+        full = self.render(messages, True)
+        prefix = self.render(messages[:1], False) if has_system else ""
+        if not full.startswith(prefix):
+            prefix = ""
+        head = self.tokenize(prefix) if prefix else []
+        rest = self.tokenize(full[len(prefix):])
+        if self.add_bos and (head or rest)[:1] != [self.bos_id]:
+            head = [self.bos_id, *head]
+        return head + rest, len(head)
+
+    def _answer_end(self) -> int:
+        """The first token after an assistant answer's text in this template (the model's EOS
+        when the template cannot say)."""
+        try:
+            text = self.render([{"role": "user", "content": "?"}, {"role": "assistant", "content": _PROBE}], False)
+        except Exception:  # a template that refuses this conversation
+            return self.eos_id
+        after = text.split(_PROBE, 1)[1] if _PROBE in text else ""
+        tokens = self.tokenize(after) if after.strip() else []
+        return tokens[0] if tokens else self.eos_id
+
+
+__all__ = ["CHATML", "ChatFormat"]
