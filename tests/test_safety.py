@@ -187,16 +187,6 @@ def _strings_blanked(value: Any) -> Any:
     return value
 
 
-def _enums_blanked(value: Any) -> Any:
-    """A JSON schema with the text of its plan choices blanked (their count kept)."""
-    if isinstance(value, dict):
-        return {k: (["" for _ in v] if k == "enum" and all(isinstance(x, str) and " " in x for x in v)
-                    else _enums_blanked(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_enums_blanked(v) for v in value]
-    return value
-
-
 def skeleton(text: str) -> str:
     """The engine's own words: the text outside data blocks, with Example answers reduced to their
     JSON structure. Asserts along the way that injected text sits only in blocks or JSON strings."""
@@ -284,9 +274,7 @@ def test_injected_persona_and_scenario_text_stays_in_its_blocks(flagship, embedd
     assert {"plan", "importance", "react", "utterance", "recap", "questions", "insights", "probe"} <= purposes
     reached = set()
     for good, bad in zip(plain, evil, strict=True):
-        # a plan's choices are labels made of place names (data the schema constrains the answer to):
-        # their number and the schema's structure stay; their text is the town's
-        assert _enums_blanked(bad.json_schema) == _enums_blanked(good.json_schema), f"{bad.purpose}: the schema changed"
+        assert bad.json_schema == good.json_schema, f"{bad.purpose}: the schema changed"
         assert MARKER not in json.dumps(bad.json_schema) and "hacked" not in json.dumps(bad.json_schema)
         for g, b in zip(good.messages, bad.messages, strict=True):
             assert skeleton(b["content"]) == skeleton(g["content"]), (bad.purpose, b["content"])
