@@ -14,7 +14,6 @@ graph's edges, the open conversations, the place events under way, the random ge
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -34,17 +33,6 @@ class _State(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ConversationState(_State):
-    id: int
-    place: str
-    participants: tuple[str, str]
-    started_tick: int
-    started_at: datetime
-    lines: list[tuple[str, str]]
-    next_speaker: str
-    memory_ids: dict[str, list[int]]
-
-
 class StreamState(_State):
     since_reflection: float
     reflected_upto: int
@@ -59,7 +47,8 @@ class ModelState(_State):
     agents: dict[str, str]
     """Person id -> ``AgentState.stored()``."""
     streams: dict[str, StreamState]
-    conversations: list[ConversationState]
+    conversations: list[Conversation]
+    """The open ones, whole (a dataclass pydantic stores field by field, so a new field needs no code here)."""
     place_events: list[PlaceEvent]
     scheduled: list[int]
     """Indexes into the scenario's ``events`` not yet delivered."""
@@ -72,12 +61,7 @@ class ModelState(_State):
 def capture(model: TownModel) -> str:
     """The model's state after the tick it just finished, as JSON."""
     streams = {a.agent_id: model.memory.stream(a.agent_id) for a in model.order}
-    conversations = [
-        ConversationState(id=c.id, place=c.place, participants=c.participants, started_tick=c.started_tick,
-                          started_at=c.started_at, lines=list(c.lines), next_speaker=c.next_speaker,
-                          memory_ids={k: list(v) for k, v in c.memory_ids.items()})
-        for c in sorted(model.conversations.open.values(), key=lambda c: c.id)
-    ]
+    conversations = sorted(model.conversations.open.values(), key=lambda c: c.id)
     edges = [(a, b, d["conversations"], d["sentiment"], d["view"]) for a, b, d in model.social.graph.edges(data=True)]
     version, internal, gauss = model.random.getstate()
     state = ModelState(
@@ -97,12 +81,7 @@ def restore(model: TownModel, text: str) -> None:
     if state.version != STATE_VERSION:
         raise ValueError(f"resume state version {state.version}, this Agora reads {STATE_VERSION}")
     model._set_tick(state.tick + 1)
-    model.conversations.open = {
-        c.id: Conversation(id=c.id, place=c.place, participants=c.participants, started_tick=c.started_tick,
-                           started_at=c.started_at, lines=list(c.lines), next_speaker=c.next_speaker,
-                           memory_ids={k: list(v) for k, v in c.memory_ids.items()})
-        for c in state.conversations
-    }
+    model.conversations.open = {c.id: c for c in state.conversations}
     model.place_events = list(state.place_events)
     pending = set(state.scheduled)
     model.scheduled = [item for item in model.scheduled if item[1] in pending]

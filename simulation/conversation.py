@@ -1,4 +1,5 @@
-"""A conversation between two agents at one place: turns alternate, one utterance per tick.
+"""A conversation between two agents at one place: turns alternate, one utterance per tick, each
+with its move (what the line was for).
 
 Either side can end it (or the turn cap, or bedtime); afterwards each side writes a recap:
 a summary memory and its new view of the other (``simulation.cognition.converse.recap``)."""
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from simulation.core import Move
 
 
 @dataclass
@@ -18,6 +21,8 @@ class Conversation:
     started_at: datetime
     lines: list[tuple[str, str]] = field(default_factory=list)
     """(speaker id, text) in order."""
+    moves: list[Move] = field(default_factory=list)
+    """What each line was for, beside ``lines`` (``core.move``)."""
     next_speaker: str = ""
     ended_reason: str | None = None
     ended_tick: int | None = None
@@ -28,6 +33,13 @@ class Conversation:
     def partner(self, agent_id: str) -> str:
         a, b = self.participants
         return b if agent_id == a else a
+
+    def last_move(self) -> Move | None:
+        return self.moves[-1] if self.moves else None
+
+    def said_by(self, agent_id: str) -> list[Move]:
+        """The moves ``agent_id`` made in this conversation, in order."""
+        return [m for (speaker, _), m in zip(self.lines, self.moves, strict=False) if speaker == agent_id]
 
     @property
     def turns(self) -> int:

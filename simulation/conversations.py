@@ -3,16 +3,19 @@ does to the people in it, their memories and run.db.
 
 Cognition decides *that* someone speaks and *what* they say (``cognition.converse``); this
 component owns the conversations themselves (one per pair of people at a time, turns
-alternating) and is what a conversation phase reaches through ``Mind``.
+alternating), what a line's move does (news told is not told again, news heard can be passed
+on, an invitation is a row of run.db's ``invitations`` and its answer), and is what a
+conversation phase reaches through ``Mind``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from simulation.agents import AgentState
 from simulation.conversation import Conversation
-from simulation.core import MemoryKind, Moment, Provenance, Source, Status
+from simulation.core import Aim, Happening, MemoryKind, Moment, Move, Provenance, Source, Status
 from simulation.memory import TownMemory
 from simulation.recorder import Recorder
 from simulation.store import TickBuffer, dumps, sim_iso
@@ -58,16 +61,18 @@ class Conversations:
             person.last_talk[conv.partner(person.id)] = now
         self.recorder.event(a, "conversation_start", f"{a.persona.name} starts talking with {b.persona.name}",
                             {"conversation_id": conv.id, "with": b.id})
-        self.say(conv, a, greeting, call_id)
+        self.say(conv, a, greeting, call_id, Move(Aim.GREET))
         return conv
 
-    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None) -> None:
+    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None, move: Move) -> int | None:
+        """``speaker`` says ``text`` (making ``move``): the line's row, both sides' memories of it,
+        and what the move does (news told, an invitation made or answered). Returns the utterance id."""
         listener = self.people[conv.partner(speaker.id)]
         conv.lines.append((speaker.id, text))
         utterance_id = self.buffer.add("utterances", {
             "conversation_id": conv.id, "tick": self.moment.tick, "sim_time": sim_iso(self.moment.now),
             "turn": conv.turns - 1, "speaker_id": speaker.id, "listener_id": listener.id, "text": text,
-            "llm_call_id": call_id,
+            "llm_call_id": call_id, "aim": str(move.aim), "topic": move.topic or None,
         })
         self.recorder.event(speaker, "utterance", f'{speaker.persona.name} to {listener.persona.name}: "{text}"',
                             {"conversation_id": conv.id})
@@ -77,7 +82,36 @@ class Conversations:
                                    Provenance(source, from_agent=speaker.id if source == Source.HEARD else None,
                                               utterance_id=utterance_id, conversation_id=conv.id, quote=text))
             conv.memory_ids.setdefault(person.id, []).append(node.id)
+            if person is listener and (move.aim in (Aim.SHARE, Aim.INVITE) or move.memory_id is not None):
+                listener.news.append(node.id)
+        if move.memory_id is not None:
+            speaker.told.setdefault(listener.id, []).append(move.memory_id)
+        if move.aim == Aim.INVITE and move.happening is not None:
+            move = replace(move, invitation_id=self._invite(conv, speaker, listener, move.happening, utterance_id))
+        elif move.aim in (Aim.ACCEPT, Aim.DECLINE) and move.invitation_id is not None:
+            self._answer(move, utterance_id)
+            if move.aim == Aim.ACCEPT and move.happening is not None and move.happening not in speaker.going:
+                speaker.going.append(move.happening)
+        conv.moves.append(move)
         self.save(conv)
+        return utterance_id
+
+    def _invite(self, conv: Conversation, inviter: AgentState, guest: AgentState, h: Happening,
+                utterance_id: int | None) -> int | None:
+        inviter.invited.setdefault(guest.id, []).append(h.fact)
+        self.recorder.event(inviter, "invitation", f"{inviter.persona.name} invites {guest.persona.name} to the "
+                            f"{h.fact.replace('_', ' ')}", {"conversation_id": conv.id, "guest": guest.id,
+                                                             "fact": h.fact})
+        return self.buffer.add("invitations", {
+            "tick": self.moment.tick, "sim_time": sim_iso(self.moment.now), "conversation_id": conv.id,
+            "utterance_id": utterance_id, "inviter_id": inviter.id, "guest_id": guest.id, "fact_id": h.fact,
+            "place": h.place, "starts_at": sim_iso(h.start), "ends_at": sim_iso(h.end), "answer": None,
+            "answer_utterance_id": None,
+        })
+
+    def _answer(self, move: Move, utterance_id: int | None) -> None:
+        answer = "accepted" if move.aim == Aim.ACCEPT else "declined"
+        self.buffer.update("invitations", move.invitation_id, {"answer": answer, "answer_utterance_id": utterance_id})
 
     def end(self, conv: Conversation, reason: str) -> None:
         """Close it now; both sides' recaps (summary memory, relationship) follow in this tick's recap phase."""

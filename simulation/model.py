@@ -118,7 +118,7 @@ class TownModel(mesa.Model):
             settings=CognitionSettings(
                 tick_minutes=self.clock.tick_minutes, attention_bandwidth=cog.attention_bandwidth,
                 conversation_cooldown=timedelta(minutes=cog.conversation_cooldown_minutes),
-                max_conversation_turns=cog.max_conversation_turns,
+                max_conversation_turns=cog.max_conversation_turns, min_conversation_turns=cog.min_conversation_turns,
                 reflection_threshold=sc.memory.reflection_threshold, context_tokens=sc.llm.context_tokens,
             ),
             moment=self.moment, llm=self.llm, memory=self.memory, town=self.town, hub=self.hub,
@@ -140,7 +140,8 @@ class TownModel(mesa.Model):
                 self.memory.add(s.id, MemoryKind.SEED, text, Provenance(Source.SEEDED), importance=SEED_IMPORTANCE)
             for fact in sc.facts:
                 if s.id in fact.known_by:
-                    self.memory.add(s.id, MemoryKind.SEED, fact.text, Provenance(Source.SEEDED, fact=fact.id))
+                    node = self.memory.add(s.id, MemoryKind.SEED, fact.text, Provenance(Source.SEEDED, fact=fact.id))
+                    s.news.append(node.id)
             for other_id, view in sorted(s.persona.relationships.items()):
                 self.social.seed(s.id, other_id, view)
             if s.awake_at(self.now):
@@ -161,12 +162,11 @@ class TownModel(mesa.Model):
 
     def _happenings(self, person_id: str) -> list[Happening]:
         """The facts ``person_id`` is aware of that say where and when something happens (a place,
-        a date and a time detail), as happenings, by start."""
-        if self.facts is None:
-            return []
+        a date and a time detail), as happenings, and those they accepted an invitation to, by start."""
         out = []
+        aware = self.facts.aware if self.facts is not None else {}
         for fact in self.scenario.facts:
-            if person_id not in self.facts.aware.get(fact.id, set()):
+            if person_id not in aware.get(fact.id, set()):
                 continue
             kinds = {d.kind: d.value for d in fact.details}
             if not {"place", "date", "time"} <= kinds.keys():
@@ -175,6 +175,8 @@ class TownModel(mesa.Model):
             times = [datetime.combine(day, clock_time.fromisoformat(t.strip())) for t in kinds["time"].split("-", 1)]
             out.append(Happening(fact.id, kinds["place"], times[0],
                                  times[-1] if len(times) > 1 else times[0] + timedelta(hours=1)))
+        known = {h.fact for h in out}
+        out += [h for h in self.people[person_id].state.going if h.fact not in known]
         return sorted(out, key=lambda h: (h.start, h.fact))
 
     # ------------------------------------------------------------------ time
@@ -228,7 +230,9 @@ class TownModel(mesa.Model):
             agent = self.people.get(agent_id)
             if agent is not None and text:
                 event_id = self.log_event(agent.state, "whisper", text, {"inbox_id": inbox_id})
-                self.memory.add(agent_id, MemoryKind.THOUGHT, text, Provenance(Source.WHISPERED, event_id=event_id))
+                node = self.memory.add(agent_id, MemoryKind.THOUGHT, text,
+                                       Provenance(Source.WHISPERED, event_id=event_id))
+                agent.state.news.append(node.id)
             self.buffer.upsert("inbox", {"id": inbox_id, "delivered_tick": self.tick,
                                          "delivered_at": sim_iso(self.now)})
 
@@ -240,8 +244,9 @@ class TownModel(mesa.Model):
             if ev.kind == "whisper":
                 agent = self.people[ev.to]  # type: ignore[index]
                 event_id = self.log_event(agent.state, "whisper", ev.text, {"fact": ev.fact} if ev.fact else None)
-                self.memory.add(agent.agent_id, MemoryKind.THOUGHT, ev.text,
-                                Provenance(Source.WHISPERED, event_id=event_id, fact=ev.fact))
+                node = self.memory.add(agent.agent_id, MemoryKind.THOUGHT, ev.text,
+                                       Provenance(Source.WHISPERED, event_id=event_id, fact=ev.fact))
+                agent.state.news.append(node.id)
             else:
                 data = {"minutes": ev.duration_minutes, **({"fact": ev.fact} if ev.fact else {})}
                 event_id = self.log_event(None, "place_event", ev.text, data, place=ev.place)

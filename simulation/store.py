@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -105,8 +105,17 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
         "id",
     ),
     "utterances": (
+        # aim: what the line was for (greet, share, invite, ask, answer, reply, accept, decline, end)
+        # and topic: what about, as the prompt showed it (core.move)
         {"id": int, "run_id": str, "conversation_id": int, "tick": int, "sim_time": str, "turn": int,
-         "speaker_id": str, "listener_id": str, "text": str, "llm_call_id": int},
+         "speaker_id": str, "listener_id": str, "text": str, "llm_call_id": int, "aim": str, "topic": str},
+        "id",
+    ),
+    "invitations": (
+        # one row per invitation made in a conversation; answer: accepted, declined or null (none given)
+        {"id": int, "run_id": str, "tick": int, "sim_time": str, "conversation_id": int, "utterance_id": int,
+         "inviter_id": str, "guest_id": str, "fact_id": str, "place": str, "starts_at": str, "ends_at": str,
+         "answer": str, "answer_utterance_id": int},
         "id",
     ),
     "llm_calls": (
@@ -170,6 +179,7 @@ class TickBuffer:
         self._store = store
         self.rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.upserts: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
+        self.updates: list[tuple[str, Any, dict[str, Any]]] = []
 
     def add(self, table: str, row: dict[str, Any]) -> int | None:
         """Queue a row; tables with an integer ``id`` get the next id, which is returned."""
@@ -185,6 +195,11 @@ class TickBuffer:
         """Queue an insert-or-update keyed by ``id``; updates of one row within a tick merge (later values win)."""
         row = {"run_id": self._store.run_id, **row}
         self.upserts[table].setdefault(row["id"], {}).update(row)
+
+    def update(self, table: str, row_id: Any, values: dict[str, Any]) -> None:
+        """Queue new values for some columns of a row already written or queued (applied after the
+        tick's inserts, in order; the row's other columns are kept, unlike an upsert's)."""
+        self.updates.append((table, row_id, values))
 
 
 class RunStore:
@@ -287,6 +302,8 @@ class RunStore:
                     self.db[table].insert_all(rows)
                 for table, by_id in buffer.upserts.items():
                     self.db[table].upsert_all(list(by_id.values()), pk="id")
+                for table, row_id, values in buffer.updates:
+                    self.db[table].update(row_id, values)
                 if state is not None:
                     self.db["resume_state"].update(self.run_id, {"tick": state[0], "state": state[1],
                                                                  "updated_at": now_iso()})
@@ -296,6 +313,7 @@ class RunStore:
             raise RunError(f"cannot write {self.path}: {exc}") from None
         buffer.rows.clear()
         buffer.upserts.clear()
+        buffer.updates.clear()
 
     def replace_behaviour(self, metrics: dict[str, float | None]) -> None:
         """The run's ``behaviour`` rows, replaced as a whole (metrics without a value are left out)."""

@@ -17,7 +17,7 @@ from simulation.agents import AgentState
 from simulation.cognition.mind import CognitionSettings, TickNotes
 from simulation.conversation import Conversation
 from simulation.conversations import Conversations
-from simulation.core import Happening, Moment, PlaceEvent, PlanItem, Provenance
+from simulation.core import Happening, Moment, Move, PlaceEvent, PlanItem, Provenance
 from simulation.llm.client import Answer, LLMClient, Rating
 from simulation.memory import MemoryNode, MemoryStream, TownMemory
 from simulation.recorder import Recorder
@@ -157,8 +157,8 @@ class TownMind:
                            call_id: int | None) -> Conversation | None:
         return self._conversations.start(a, b, greeting, call_id)
 
-    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None) -> None:
-        self._conversations.say(conv, speaker, text, call_id)
+    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None, move: Move) -> int | None:
+        return self._conversations.say(conv, speaker, text, call_id, move)
 
     def end_conversation(self, conv: Conversation, reason: str) -> None:
         self._conversations.end(conv, reason)

@@ -10,15 +10,16 @@ person's newest memories (no vectors). Everything a phase records lands in plain
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from simulation.agents import AgentState
 from simulation.cognition import CognitionSettings, Phase, TickNotes
 from simulation.conversation import Conversation
-from simulation.core import Happening, PlaceEvent, Status
+from simulation.core import Aim, Happening, Move, PlaceEvent, Status
 from simulation.llm.client import Answer, Rating
 from simulation.memory import MemoryNode, MemoryStream
 from simulation.relationships import SocialGraph, Tie
@@ -57,6 +58,8 @@ class FakeMind:
     nodes: dict[int, MemoryNode] = field(default_factory=dict)
     conversations: dict[int, Conversation] = field(default_factory=dict)
     ended: list[Conversation] = field(default_factory=list)
+    said: list[tuple[str, Move, str]] = field(default_factory=list)
+    """(speaker, move, words) of every line said through ``say``."""
 
     def __post_init__(self) -> None:
         self.social = SocialGraph(sorted(self.people_by_id))
@@ -115,6 +118,18 @@ class FakeMind:
             return Rating(default, [], False, call_id=len(self.asked))
         return Rating(float(answer(options, default)), [], True, call_id=len(self.asked))
 
+    def choosing(self, *words: str) -> Callable[[Sequence[str], float], float]:
+        """An ``answers["aim"]`` that picks, of the choices the last prompt listed, the first one
+        starting with the first of ``words`` offered (then the next word...), else the first choice."""
+        def pick(options: Sequence[str], default: float) -> float:
+            listed = re.findall(r"^(\d+)\. (.*)$", self.asked[-1].messages[-1]["content"], re.MULTILINE)
+            for word in words:
+                for number, text in listed:
+                    if text.startswith(word):
+                        return float(number)
+            return 1.0
+        return pick
+
     # memory
     def memories(self, person_id: str) -> MemoryStream:
         return self.streams.setdefault(person_id, MemoryStream())
@@ -169,10 +184,24 @@ class FakeMind:
         for p in (a, b):
             p.status, p.conversation_id = Status.TALKING, conv.id
         conv.lines.append((a.id, greeting))
+        conv.moves.append(Move(Aim.GREET))
         return conv
 
-    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id) -> None:
+    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id, move: Move) -> int:
+        """The line and its move, and the bookkeeping ``Conversations.say`` does on the people
+        (news told, invitations made and accepted); no memories or rows."""
+        listener = self.person(conv.partner(speaker.id))
         conv.lines.append((speaker.id, text))
+        self.said.append((speaker.id, move, text))
+        if move.memory_id is not None:
+            speaker.told.setdefault(listener.id, []).append(move.memory_id)
+        if move.aim == Aim.INVITE and move.happening is not None:
+            speaker.invited.setdefault(listener.id, []).append(move.happening.fact)
+            move = replace(move, invitation_id=len(self.said))
+        if move.aim == Aim.ACCEPT and move.happening is not None:
+            speaker.going.append(move.happening)
+        conv.moves.append(move)
+        return len(self.said)
 
     def end_conversation(self, conv: Conversation, reason: str) -> None:
         conv.ended_reason = reason

@@ -46,6 +46,13 @@ def _enum(schema: dict[str, Any], name: str) -> list[Any]:
 
 _NUMBERED = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
 _MEMORY = re.compile(r"^<memory>\n(.*?)\n</memory>$", re.MULTILINE | re.DOTALL)
+_NOW_LINE = re.compile(r"^Now \S+ (.*)$", re.MULTILINE)
+
+
+def _turns(prompt: str) -> int:
+    """Lines said so far in the conversation a prompt shows."""
+    so_far = prompt.split("The conversation so far:")[-1].split("</situation>")[0]
+    return sum(line.startswith("- ") for line in so_far.splitlines())
 
 
 class AnsweringBackend:
@@ -78,11 +85,13 @@ class ScriptedBackend(AnsweringBackend):
     model_id = "scripted-v1"
 
     def __init__(self, garbage: set[str] | None = None, talk: bool = True, end_after: int = 4,
-                 react: str | None = None, react_alone: str = "continue", importance=None):
+                 react: str | None = None, react_alone: str = "continue", importance=None,
+                 prefer: tuple[str, ...] = ()):
         self.garbage = garbage or set()
         self.react = react or ("talk" if talk else "continue")
         self.react_alone = react_alone
         self.end_after = end_after
+        self.prefer = prefer
         self.importance = importance or (lambda text: 8 if "party" in text.lower() else 3)
         self.batches: list[list[LLMRequest]] = []
         self.closed = False
@@ -95,12 +104,33 @@ class ScriptedBackend(AnsweringBackend):
             return str(self.importance(memory.group(1)))
         return random.Random(seed).choice(list(options))
 
+    def aim(self, prompt: str, options: Sequence[str], rng: random.Random) -> str:
+        """A conversation's next move: goodbye as line ``end_after`` (or the first line after it where
+        goodbye is offered), else the first option starting with a word of ``prefer``, else any
+        other option, picked with the seed."""
+        labels = dict(_NUMBERED.findall(prompt.split("<choices>")[-1]))
+        goodbye = [n for n, text in labels.items() if text.startswith("say goodbye") and n in options]
+        others = [o for o in options if o not in goodbye]
+        if goodbye and (_turns(prompt) + 1 >= self.end_after or not others):
+            return goodbye[0]
+        for word in self.prefer:
+            for n, text in labels.items():
+                if n in others and text.startswith(word):
+                    return n
+        if _turns(prompt) + 2 >= self.end_after:  # nothing that must be answered just before the goodbye
+            open_ended = [n for n, text in labels.items() if n in others and not text.startswith(("ask", "invite"))]
+            others = open_ended or others
+        return rng.choice(others)
+
     def answer(self, req: LLMRequest) -> str:
         rng = random.Random(req.seed)
         if req.purpose in self.garbage:
             return "I am not JSON {"
         schema = req.json_schema or {}
         prompt = req.messages[-1]["content"] if req.messages else ""
+        if req.options is not None and req.purpose == "aim":
+            picked = self.aim(prompt, req.options, rng)
+            return ScoredOptions([0.0 if o == picked else None for o in req.options], exact=True).to_text()
         if req.options is not None:
             picked = self.rated(prompt, req.options, req.seed)
             return ScoredOptions([0.0 if o == picked else None for o in req.options], exact=True).to_text()
@@ -119,9 +149,11 @@ class ScriptedBackend(AnsweringBackend):
                       "continue": ""}[decision]
             return json.dumps({"decision": decision, "detail": detail})
         if req.purpose == "utterance":
-            turns = prompt.split("Conversation so far:")[-1].count('"\n') + 1
-            return json.dumps({"say": f"Line {turns} (tick {req.tick}): the party is at Hobbs Cafe.",
-                               "end_conversation": turns >= self.end_after})
+            turns = _turns(prompt) + 1
+            now = _NOW_LINE.search(prompt)
+            doing = now.group(1) if now else ""
+            return json.dumps({"say": f"Line {turns} (tick {req.tick}): the party is at Hobbs Cafe. {doing[:90]}"
+                                      + ("?" if " asks " in f" {doing}" else "")})
         if req.purpose == "recap":
             return json.dumps({"summary": "We talked about the party at Hobbs Cafe.",
                                "view": "A friendly neighbour who likes parties.", "feeling": 3, "importance": 6})

@@ -109,3 +109,44 @@ def test_bad_seeds_are_bad_input(seeds, tmp_path):
     out = CliRunner().invoke(app, ["bench", "behaviour", "scenarios/valentines.yaml", "--seeds", seeds,
                                    "--out", str(tmp_path)])
     assert out.exit_code == 2 and "--seeds" in out.output and "Traceback" not in out.output
+
+
+def _fake_report(path, values: dict[str, list[float | None]]):
+    path.mkdir()
+    runs = [{"seed": i + 1, "run_dir": f"runs/{i}", "wall_s": 1.0,
+             "metrics": {k: v[i] for k, v in values.items() if v[i] is not None}} for i in range(5)]
+    (path / "behaviour.json").write_text(json.dumps({
+        "scenario": "town", "seeds": [1, 2, 3, 4, 5], "ticks": 36, "backend": "scripted", "model": "m",
+        "command": "", "summary": {}, "runs": runs}))
+    return path
+
+
+def test_compare_reports_says_which_way_each_metric_moved(tmp_path, report):
+    from simulation.benchmark.compare import compare, load_report, markdown
+
+    before = _fake_report(tmp_path / "before", {"talk.turns_median": [2, 2, 2, 3, 2], "llm.fallback_share":
+                                                [0.1, 0.2, 0.1, 0.2, 0.1], "talk.two_line_share": [0.5, 0.6, 0.4, 0.5, 0.5]})
+    after = _fake_report(tmp_path / "after", {"talk.turns_median": [5, 6, 5, 5, 6], "llm.fallback_share":
+                                              [0.0, 0.0, 0.0, 0.0, 0.0], "talk.two_line_share": [0.4, 0.6, 0.5, 0.5, 0.6],
+                                              "talk.aim.share": [0.1, 0.2, None, 0.1, 0.1]})
+    reports = [load_report(before), load_report(after)]
+    rows = {r.metric: r for r in compare(reports)}
+    assert rows["talk.turns_median"].moved == "higher" and rows["llm.fallback_share"].moved == "lower"
+    assert rows["talk.two_line_share"].moved == "overlap"
+    assert rows["talk.aim.share"].estimates[0].mean is None and rows["talk.aim.share"].moved == "–", \
+        "a metric the older report lacks is missing there, not zero"
+    assert rows["talk.aim.share"].estimates[1].n == 4
+    text = markdown(reports, list(rows.values()))
+    assert "| `talk.turns_median` | 2.2 [" in text and "| higher |" in text
+    # the command, with a real report as the reference
+    out = tmp_path / "compare.md"
+    from simulation.cli import app
+
+    res = CliRunner().invoke(app, ["bench", "compare", str(report[2]), str(after), "--label", "scripted",
+                                   "--label", "after", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "scripted" in out.read_text() and "talk.turns_median" in res.output
+    res = CliRunner().invoke(app, ["bench", "compare", str(before)])
+    assert res.exit_code == 2 and "two or more" in res.output
+    res = CliRunner().invoke(app, ["bench", "compare", str(before), str(tmp_path / "nope")])
+    assert res.exit_code == 2 and "nope" in res.output and "Traceback" not in res.output

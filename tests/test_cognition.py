@@ -158,7 +158,7 @@ def test_reacting_takes_up_to_half_an_hour_then_the_hour_goes_on(make_run):
 # ---------------------------------------------------------------------- conversations
 
 
-@pytest.mark.parametrize(("end_after", "ender"), [(2, "listener"), (3, "initiator")])
+@pytest.mark.parametrize(("end_after", "ender"), [(4, "listener"), (5, "initiator")])
 def test_either_side_can_end_a_conversation(make_run, end_after, ender):
     import json
 
@@ -169,13 +169,15 @@ def test_either_side_can_end_a_conversation(make_run, end_after, ender):
         run.model.step()
     db = run.store.db
     ended = list(db.query("select * from conversations where end_reason = 'goodbye'"))
-    assert ended
+    assert any(conv["turns"] == end_after for conv in ended)
     for conv in ended:
         initiator, listener = json.loads(conv["participants"])
         last = db.execute("select speaker_id from utterances where conversation_id = ? order by turn desc limit 1",
                           [conv["id"]]).fetchone()[0]
-        assert conv["turns"] == end_after
-        assert last == (listener if ender == "listener" else initiator)
+        # a question or an invitation just before is answered first, so the goodbye may come later
+        assert conv["turns"] >= end_after
+        if conv["turns"] == end_after:
+            assert last == (listener if ender == "listener" else initiator)
         for agent_id in (initiator, listener):
             recap = db.execute("select text from memories where kind = 'conversation' and agent_id = ? and tick = ?",
                                [agent_id, conv["ended_tick"]]).fetchone()

@@ -138,6 +138,18 @@ def test_bootstrap_is_deterministic_and_sensible() -> None:
     assert bootstrap(np.array([]), np.mean, seed=1).value is None
 
 
+def test_cohens_d_of_a_high_low_split() -> None:
+    import numpy as np
+
+    from simulation.evaluation.stats import cohens_d, split_effect
+
+    assert cohens_d(np.array([3.0, 5.0]), np.array([1.0, 3.0])) == pytest.approx(2 / np.sqrt(2))
+    assert cohens_d(np.array([1.0]), np.array([1.0, 2.0])) is None, "a group of one has no spread"
+    pairs = np.array([(0.9, 0.8), (0.7, 0.6), (0.2, 0.3), (0.1, 0.2)])
+    assert split_effect(pairs) == pytest.approx(cohens_d(np.array([0.8, 0.6]), np.array([0.3, 0.2])))
+    assert split_effect(np.array([(0.9, 0.8), (0.7, 0.8), (0.2, 0.8), (0.1, 0.8)])) is None, "no spread at all"
+
+
 def test_bootstrap_of_a_correlation_skips_degenerate_resamples() -> None:
     pairs = np.array([[0.1, 0.2], [0.5, 0.4], [0.9, 0.95], [0.3, 0.35], [0.7, 0.6]])
     est = bootstrap(pairs, lambda d: pearson(d[:, 0], d[:, 1]), seed=2, n_boot=400)
@@ -267,6 +279,8 @@ def test_perfect_respondent_recovers_targets() -> None:
     for f in ipip.FACTORS:
         assert _value(result, "bigfive", f"correlation_{f}") > 0.99
         assert _value(result, "bigfive", f"agreement_{f}") == 1.0
+        effect = _value(result, "bigfive", f"effect_{f}")
+        assert effect is None or effect > 1.0, "people written high score far higher than those written low"
     assert len(result.calls) == 50 * len(ts)
     assert len(double.batches) == 1  # every item of every persona in one batch
 

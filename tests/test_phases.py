@@ -3,6 +3,7 @@ embedder or LLM, so each test takes milliseconds and says exactly what "the mode
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 import pytest
@@ -17,7 +18,7 @@ from simulation.cognition.importance import RateImportance
 from simulation.cognition.perceive import Perceive
 from simulation.cognition.reflect import Reflect
 from simulation.conversation import Conversation
-from simulation.core import Action, MemoryKind, Provenance, Source, Status
+from simulation.core import Action, Aim, MemoryKind, Move, PlanItem, Provenance, Source, Status
 
 SEEN = Provenance(Source.PERCEIVED)
 
@@ -91,8 +92,6 @@ def test_importance_waits_until_enough_memories_are_unrated(mind):
 
 
 def test_a_waking_person_chooses_the_day_from_a_menu_then_does_the_hours_activity(mind):
-    from datetime import datetime
-
     from simulation.core import Happening
 
     ann = mind.person("ann")
@@ -122,7 +121,8 @@ def test_a_waking_person_chooses_the_day_from_a_menu_then_does_the_hours_activit
     assert [a.purpose for a in mind.asked] == ["plan"], "the hours and their steps need no question"
     assert "resting at home (Home A)" in number and seen["numbers"] == list(range(1, len(number) + 1))
     assert [(i.hour, i.activity, i.place) for i in ann.plan] == [
-        (9, "resting at home", "home_a"), (17, "going to the party at Cafe", "cafe")]
+        (9, "resting at home", "home_a"), (10, "taking a walk", "cafe"), (17, "going to the party at Cafe", "cafe"),
+        (19, "having dinner and relaxing", "home_a")], "the usual day with the chosen changes in it"
     assert ann.status == Status.IDLE and ann.hours[9].activity == "resting at home"
     assert [(a.text, a.place, a.minutes) for a in ann.steps] == [("resting at home", "home_a", 60)]
     assert mind.plans and mind.plans[0][2] is True
@@ -161,32 +161,63 @@ def conversation(mind: FakeMind) -> Conversation:
     return mind.start_conversation(ann, bob, "Hello Bob!", None)
 
 
-def test_converse_gives_the_next_speaker_one_line_and_ends_on_goodbye(mind):
+def test_converse_gives_the_next_speaker_a_move_and_a_line_and_ends_on_goodbye(mind):
+    mind.settings = dataclasses.replace(mind.settings, max_conversation_turns=8)
+    mind.person("bob").plan = [PlanItem(hour=10, activity="baking bread", place="cafe")]
     conv = conversation(mind)
-    mind.answers["utterance"] = lambda schema, default: {"say": "Hi Ann, the usual please.", "end_conversation": False}
+    mind.answers["aim"] = mind.choosing("greet")
+    mind.answers["utterance"] = lambda schema, default: {"say": "Hi Ann, the usual please."}
     assert mind.run(Converse()) == ["bob"]
+    assert [a.purpose for a in mind.asked] == ["aim", "utterance"], "the move is chosen, then the words"
+    assert "1. " in mind.asked[0].messages[-1]["content"] and "greet Ann back" in mind.asked[0].messages[-1]["content"]
+    assert "- Ann greeted Bob." in mind.asked[1].messages[-1]["content"], "the conversation so far, as moves"
+    assert "Now Bob greets Ann back." in mind.asked[1].messages[-1]["content"]
     assert conv.lines[-1] == ("bob", "Hi Ann, the usual please.") and conv.next_speaker == "ann"
+    assert [m.aim for m in conv.moves] == [Aim.GREET, Aim.GREET]
     assert mind.notes.talking == ["ann", "bob"] and mind.notes.conversations == 1
-    mind.answers["utterance"] = lambda schema, default: {"say": "Here you go, see you tomorrow.",
-                                                        "end_conversation": True}
+    mind.answers["aim"] = mind.choosing("ask")
+    mind.answers["utterance"] = lambda schema, default: {"say": "Busy day ahead of you?"}
+    mind.run(Converse())
+    assert conv.moves[-1] == Move(Aim.ASK, "plans")
+    mind.answers["utterance"] = lambda schema, default: {"say": "Baking all morning, then deliveries."}
+    mind.run(Converse())
+    assert conv.moves[-1].aim == Aim.ANSWER and "Bob's plans" in conv.moves[-1].topic, "a question is answered"
+    mind.answers["aim"] = mind.choosing("say goodbye")
+    mind.answers["utterance"] = lambda schema, default: {"say": "Here you go, see you tomorrow."}
     mind.run(Converse())
     assert conv.ended_reason == "goodbye" and not mind.open_conversations()
+    assert conv.moves[-1].aim == Aim.END
 
 
-def test_converse_ends_at_the_turn_limit(mind):
+def test_converse_ends_at_the_turn_limit_with_a_goodbye(mind):
+    for pid in ("ann", "bob"):
+        news = mind.remember(pid, MemoryKind.THOUGHT, "The market opens at noon.", Provenance(Source.WHISPERED))
+        mind.person(pid).news.append(news.id)
     conv = conversation(mind)
     lines = iter(["Two", "Three", "Four", "Five"])
-    mind.answers["utterance"] = lambda schema, default: {"say": f"Line number {next(lines)}.", "end_conversation": False}
+    mind.answers["aim"] = mind.choosing("greet", "reply", "tell")
+    mind.answers["utterance"] = lambda schema, default: {"say": f"Line {next(lines)}: the market opens at noon!"}
     while mind.open_conversations():
         mind.run(Converse())
     assert conv.turns == mind.settings.max_conversation_turns and conv.ended_reason == "turn limit"
+    assert conv.moves[-1].aim == Aim.END, "the last line the limit allows is a goodbye"
 
 
 def test_a_repeated_line_is_not_said(mind):
     conv = conversation(mind)
-    mind.answers["utterance"] = lambda schema, default: {"say": "Hello Bob!", "end_conversation": False}
+    mind.answers["aim"] = mind.choosing("greet")
+    mind.answers["utterance"] = lambda schema, default: {"say": "Hello Bob!"}
     mind.run(Converse())
     assert conv.lines[-1][1].startswith("Sorry Ann"), "the echo is rejected: the safe default ends it"
+    assert conv.moves[-1].aim == Aim.END and conv.ended_reason == "goodbye"
+
+
+def test_a_line_that_does_not_do_its_move_is_not_said(mind):
+    conv = conversation(mind)
+    mind.answers["aim"] = mind.choosing("ask")
+    mind.answers["utterance"] = lambda schema, default: {"say": "Lovely weather."}
+    mind.run(Converse())
+    assert conv.lines[-1][1].startswith("Sorry Ann"), "a question without a question mark asks nothing"
 
 
 def test_recap_both_sides_remember_and_the_tie_changes(mind):
@@ -241,6 +272,23 @@ class Gossip(Phase):
 def test_a_phase_of_ones_own_runs_over_the_fake(mind):
     assert mind.run(Gossip()) == ["ann", "bob"]
     assert mind.memories("bob").nodes[-1].text == "There is a rumour about a party."
+
+
+def test_chosen_changes_go_into_the_usual_day_and_the_usual_day_resumes_after_them():
+    from simulation.cognition.menu import Option
+    from simulation.cognition.plan import day_with_changes
+
+    usual = [PlanItem(hour=7, activity="breakfast", place="home"), PlanItem(hour=9, activity="work", place="shop"),
+             PlanItem(hour=18, activity="dinner", place="home")]
+    walk = Option("a walk in the park", "park", None, "a walk in the park")
+    party = Option("going to the party at Cafe", "cafe", 17, "going to the party at Cafe", until=19)
+    breakfast = Option("breakfast", "home", 7, "breakfast")
+    day = day_with_changes(usual, [(21, breakfast), (10, walk), (3, party), (12, walk)], bed=22)
+    assert [(i.hour, i.activity) for i in day] == [
+        (7, "breakfast"), (9, "work"), (10, "a walk in the park"), (11, "work"), (12, "a walk in the park"),
+        (13, "work"), (17, "going to the party at Cafe"), (19, "dinner")], \
+        "a habit stays at its hour; a happening at its own hour until it is over; the usual day resumes"
+    assert day_with_changes(usual, [(23, walk), (5, walk)], bed=22) == usual, "nothing after bedtime or before now"
 
 
 def test_the_routine_plan_follows_the_persons_habits(personas):

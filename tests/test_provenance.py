@@ -5,7 +5,6 @@ depth 2; Cat's version is distorted; probe answers are scored against the fact's
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -29,22 +28,20 @@ PROBE_ANSWERS = {
 
 class Telling(ScriptedBackend):
     """Everyone stays at the cafe; Ann and Cat open conversations, Bob only answers; each person
-    always says their own line, and every conversation ends after two lines."""
+    always says their own line, and every conversation ends after two lines (the scenario offers
+    goodbye from the second line; ``end_after=2`` takes it)."""
 
     def answer(self, req: LLMRequest) -> str:
         who = req.agent_id or ""
         if req.purpose == "plan":
-            prompt = req.messages[1]["content"]  # the question (a retry appends to it)
-            cafe = int(re.search(r"^(\d+)\. .*Corner Cafe", prompt, re.MULTILINE).group(1))
             hours = _enum(req.json_schema, "hour")
-            return json.dumps({"plan": [{"hour": h, "choice": cafe} for h in (7, 12, 18) if h in hours] or
-                                      [{"hour": hours[0], "choice": cafe}]})
+            return json.dumps({"plan": [{"hour": hours[0], "choice": 1}]})  # the usual day (their habits)
         if req.purpose == "react":
             talk = who != "bob" and "talk" in req.json_schema["properties"]["decision"]["enum"] \
                 if "properties" in (req.json_schema or {}) else who != "bob"
             return json.dumps({"decision": "talk" if talk else "continue", "detail": LINES[who] if talk else ""})
         if req.purpose == "utterance":
-            return json.dumps({"say": LINES[who], "end_conversation": True})
+            return json.dumps({"say": LINES[who]})
         if req.purpose == "recap":
             return json.dumps({"summary": "We said hello.", "view": "Someone I see at the cafe.", "feeling": 2,
                                "importance": 4})
@@ -58,7 +55,8 @@ def telling(tmp_path_factory, embedder):
     from simulation import Simulation
     from simulation import scenario as sc
 
-    with Simulation.from_scenario(sc.load(TELLING), backend=Telling(), out=tmp_path_factory.mktemp("runs")) as sim:
+    with Simulation.from_scenario(sc.load(TELLING), backend=Telling(end_after=2),
+                                  out=tmp_path_factory.mktemp("runs")) as sim:
         sim.run()
         yield sim
 

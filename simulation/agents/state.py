@@ -16,7 +16,7 @@ from datetime import date, datetime, time
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulation.core import Action, Focus, HourBlock, Perception, PlanItem, Status
+from simulation.core import Action, Focus, Happening, HourBlock, Perception, PlanItem, Status
 from simulation.scenario import Persona
 
 
@@ -69,6 +69,16 @@ class AgentState(BaseModel):
     """Person id or ``event:<id>`` -> the tick it was last noticed."""
     last_talk: dict[str, datetime] = Field(default_factory=dict)
     """Person id -> when the last conversation with them started (the cooldown)."""
+    # talk
+    told: dict[str, list[int]] = Field(default_factory=dict)
+    """Person id -> the memories this person has told them (news is not told twice)."""
+    news: list[int] = Field(default_factory=list)
+    """Memories worth passing on, in the order they came: a fact known from the start, a whisper,
+    a place event seen, a line heard that shared news or invited this person."""
+    invited: dict[str, list[str]] = Field(default_factory=dict)
+    """Person id -> the happenings (fact ids) this person has invited them to."""
+    going: list[Happening] = Field(default_factory=list)
+    """Happenings this person accepted an invitation to (offered when their day is planned)."""
     focus: Focus | None = Field(None, exclude=True)
     """What it reacts to this tick (set by perception)."""
     perceived: Perception = Field(default_factory=Perception, exclude=True)

@@ -90,13 +90,14 @@ class BenchmarkResult:
         names: dict[str, None] = {}
         for r in self.runs:
             names.update(dict.fromkeys(r.metrics))
-        return sorted(names, key=_order)
+        return sorted(names, key=metric_order)
 
     def table(self) -> dict[str, Estimate]:
         return {name: estimate([r.metrics.get(name) for r in self.runs], name) for name in self.metric_names()}
 
 
-def _order(name: str) -> tuple[int, str]:
+def metric_order(name: str) -> tuple[int, str]:
+    """Where a metric goes in a report: talk, plans, facts, probes, relationships, the LLM."""
     groups = ["talk", "plans", "facts", "probes", "relationships", "llm"]
     head = name.split(".", 1)[0]
     return (groups.index(head) if head in groups else len(groups), name)
@@ -190,7 +191,7 @@ def run_benchmark(loaded: LoadedScenario, seeds: Sequence[int], out: Path, *, ti
 
 # ---------------------------------------------------------------------- the report
 
-def _fmt(value: float | None) -> str:
+def format_value(value: float | None) -> str:
     if value is None:
         return "–"
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
@@ -222,9 +223,9 @@ def write_report(result: BenchmarkResult, out: Path) -> list[Path]:
         "| metric | mean | 95 % interval | n | per seed |", "|---|---:|---:|---:|---|",
     ]
     for name, e in table.items():
-        per = ", ".join(_fmt(r.metrics.get(name)) for r in result.runs)
-        interval = f"{_fmt(e.low)} – {_fmt(e.high)}" if e.n > 1 else "–"
-        lines.append(f"| `{name}` | {_fmt(e.mean)} | {interval} | {e.n} | {per} |")
+        per = ", ".join(format_value(r.metrics.get(name)) for r in result.runs)
+        interval = f"{format_value(e.low)} – {format_value(e.high)}" if e.n > 1 else "–"
+        lines.append(f"| `{name}` | {format_value(e.mean)} | {interval} | {e.n} | {per} |")
     verdicts = sorted({f for r in result.runs for f in r.verdicts})
     if verdicts:
         lines += ["", "## Probe answers by verdict (all seeds)", "",

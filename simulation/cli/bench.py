@@ -23,7 +23,7 @@ from simulation.cli import common
 from simulation.cli.common import BackendOpt, BaseUrlOpt, CacheOpt, CachePathOpt, ModelOpt, user_errors
 from simulation.errors import InputError, Problem
 
-__all__ = ["behaviour", "bench_behaviour"]
+__all__ = ["behaviour", "bench_behaviour", "bench_compare"]
 
 
 def _seeds(text: str) -> list[int]:
@@ -122,3 +122,32 @@ def behaviour(
     for name, value in metrics.items():
         table.add_row(name, "–" if value is None else f"{value:.4g}")
     common.console.print(table)
+
+
+@user_errors
+def bench_compare(
+    reports: Annotated[list[Path], typer.Argument(metavar="REPORT...", show_default=False,
+                                                  help="report directories of agora bench behaviour (the first is the reference)")],
+    label: Annotated[Optional[list[str]], typer.Option(help="a name per report, in order (default: the folder names)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="also write the comparison as markdown to this file")] = None,
+) -> None:
+    """Behaviour benchmarks side by side: each metric's mean and 95 % interval, and which way the last moved from the first."""
+    from simulation.benchmark.compare import cell, compare, load_report, markdown
+
+    if len(reports) < 2:
+        raise InputError(Problem("REPORT", "give two or more report directories to compare"))
+    if label and len(label) != len(reports):
+        raise InputError(Problem("--label", f"give one label per report: {len(reports)} reports, {len(label)} labels"))
+    loaded = [load_report(p, label[i] if label else None) for i, p in enumerate(reports)]
+    rows = compare(loaded)
+    table = Table(title="Behaviour, mean [95 % interval] over seeds", title_justify="left")
+    table.add_column("metric")
+    for r in loaded:
+        table.add_column(escape(r.label), justify="right")
+    table.add_column("moved")
+    for row in rows:
+        table.add_row(row.metric, *(cell(e) for e in row.estimates), row.moved)
+    common.console.print(table)
+    if out is not None:
+        out.write_text(markdown(loaded, rows), "utf-8")
+        common.console.print(f"Written: {out}", highlight=False, soft_wrap=True)

@@ -38,6 +38,7 @@ app.command("behaviour")(bench.behaviour)
 bench_app = typer.Typer(name="bench", help="Benchmarks that run a scenario and report measured numbers.",
                         no_args_is_help=True)
 bench_app.command("behaviour")(bench.bench_behaviour)
+bench_app.command("compare")(bench.bench_compare)
 app.add_typer(bench_app, name="bench")
 
 

@@ -1,17 +1,27 @@
-"""Conversations: each utterance is conditioned on the speaker's retrieved memories about the
-partner, its view of the partner and the dialogue so far; afterwards each side writes a recap
-(a summary memory, its new view of the other, a feeling from -5 to 5 and the importance)."""
+"""Conversations, a move and a line at a time.
+
+Each turn the speaker first chooses what the line is for from the moves the engine offers
+(``cognition.aims``: greet, share news, invite, ask, answer, reply, accept or decline an
+invitation, say goodbye), by the model's probabilities over the options' numbers; then writes
+the words for that move, conditioned on the speaker's memories about the partner, its view of
+the partner and the conversation so far told as moves. A line that echoes an earlier one, says
+nothing, or does not do what its move is for is retried, then replaced by a goodbye (counted as
+a fallback). Afterwards each side writes a recap (a summary memory, its new view of the other,
+a feeling from -5 to 5 and the importance)."""
 
 from __future__ import annotations
 
+import random
 import re
-from typing import TYPE_CHECKING
+import zlib
+from typing import TYPE_CHECKING, Any
 
 from simulation.cognition import prompts
-from simulation.cognition.phase import Phase
+from simulation.cognition.aims import aim_menu, done_text, example_line, instruction, off_aim, option_text
 from simulation.cognition.context import context, situation
+from simulation.cognition.phase import Phase
 from simulation.cognition.schemas import RecapAnswer, UtteranceAnswer, clip
-from simulation.core import MemoryKind, Provenance, Purpose, Source
+from simulation.core import Aim, MemoryKind, Move, Provenance, Purpose, Source
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -49,9 +59,9 @@ def check_line(text: str, earlier: list[str]) -> str | None:
     return None
 
 
-def _check_utterance(answer: UtteranceAnswer, earlier: list[str]) -> str | None:
+def _check_utterance(answer: UtteranceAnswer, earlier: list[str], move: Move, names: tuple[str, str]) -> str | None:
     answer.say = strip_echo(answer.say, earlier)
-    return check_line(answer.say, earlier)
+    return check_line(answer.say, earlier) or off_aim(move, answer.say, names)
 
 
 def _dialogue(mind: Mind, conv: Conversation, lines: int | None = DIALOGUE_LINES) -> list[str]:
@@ -60,22 +70,68 @@ def _dialogue(mind: Mind, conv: Conversation, lines: int | None = DIALOGUE_LINES
     return [f'{names[s]}: "{t}"' for s, t in chosen]
 
 
-async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[UtteranceAnswer, int | None]:
-    """The next thing ``me`` says (and the llm_calls id that produced it)."""
+def _moves(mind: Mind, conv: Conversation, lines: int = DIALOGUE_LINES) -> list[str]:
+    """The conversation so far as what each line did ("Daniel greeted Margaret.", "Margaret told
+    Daniel: ..."), not its words: a small model shown the last line says it again."""
+    names = {a: mind.person(a).first_name for a in conv.participants}
+    pairs = list(zip(conv.lines, conv.moves, strict=False))[-lines:]
+    return [done_text(move, names[speaker], names[conv.partner(speaker)]) for (speaker, _), move in pairs]
+
+
+def _shuffled(n: int, key: str) -> list[int]:
+    """A fixed permutation of ``range(n)`` for ``key``: the order a menu's options are shown in,
+    so a model's preference for the first option does not always pick the same kind of move."""
+    order = list(range(n))
+    random.Random(zlib.crc32(key.encode())).shuffle(order)
+    return order
+
+
+async def choose_move(me: AgentState, mind: Mind, conv: Conversation, menu: list[Move],
+                      base: dict[str, Any]) -> Move:
+    """The move ``me`` makes: the most probable of the menu's options (``Mind.ask_rating`` over
+    the options' numbers, argmax), the first when the model cannot be asked."""
+    if len(menu) == 1:
+        return menu[0]
+    other_first = base["other_first"]
+    order = _shuffled(len(menu), f"{conv.id}/{conv.turns}/{me.id}")
+    shown = [menu[i] for i in order]
+    msgs = prompts.messages(me.system_prompt, "aim.j2", **base,
+                            options=[option_text(m, me.first_name, other_first) for m in shown])
+    numbers = [str(i) for i in range(1, len(shown) + 1)]
+    rating = await mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, len(shown) + 1)], default=1.0,
+                                   purpose=Purpose.AIM)
+    if rating.probabilities:
+        pick = max(range(len(shown)), key=lambda i: (rating.probabilities[i], -i))
+    else:
+        pick = min(len(shown), max(1, round(rating.value))) - 1
+    return shown[pick]
+
+
+async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[Move, UtteranceAnswer, int | None, bool]:
+    """What ``me`` says next: the move chosen from ``aims.aim_menu``, then the words for it (and the
+    llm_calls id that wrote them, and whether the model's answer was usable; if not, the line is
+    a goodbye and the move ``end``)."""
     other = mind.person(conv.partner(me.id))
     last = conv.lines[-1][1] if conv.lines else ""
     ctx = await context(me, mind, f"{other.persona.name}. {last}", Purpose.UTTERANCE,
                         exclude=conv.memory_ids.get(me.id, ()))
     tie = mind.tie(me.id, other.id)
-    msgs = prompts.messages(
-        me.system_prompt, "utterance.j2", **ctx, other_first=other.first_name,
-        relationship=tie.view if tie else "", dialogue=_dialogue(mind, conv),
-    )
-    default = UtteranceAnswer(say=f"Sorry {other.first_name}, I have to go.", end_conversation=True)
+    base = {**ctx, "other_first": other.first_name, "relationship": tie.view if tie else "",
+            "dialogue": _moves(mind, conv)}
+    move = await choose_move(me, mind, conv, aim_menu(me, mind, conv), base)
+    msgs = prompts.messages(me.system_prompt, "utterance.j2", **base,
+                            doing_now=instruction(move, me.first_name, other.first_name),
+                            example=UtteranceAnswer(say=clip(example_line(
+                                move, me.first_name, other.first_name,
+                                zlib.crc32(f"{conv.id}/{conv.turns}".encode())), 160)).model_dump_json())
+    default = UtteranceAnswer(say=f"Sorry {other.first_name}, I have to go.")
     earlier = [t for _, t in conv.lines]
+    names = (me.first_name, other.first_name)
     answer = await mind.ask(me, msgs, UtteranceAnswer, default=default, purpose=Purpose.UTTERANCE, max_tokens=80,
-                            check=lambda v: _check_utterance(v, earlier))
-    return answer.value, answer.call_id
+                            check=lambda v: _check_utterance(v, earlier, move, names))
+    if not answer.ok:
+        move = Move(Aim.END)
+    return move, answer.value, answer.call_id, answer.ok
 
 
 def gist(mind: Mind, conv: Conversation, limit: int = 200) -> str:
@@ -122,10 +178,11 @@ class Converse(Phase):
     async def run(self, me: AgentState, mind: Mind) -> None:
         assert me.conversation_id is not None
         conv = mind.conversation(me.conversation_id)
-        answer, call_id = await utter(me, mind, conv)
-        mind.say(conv, me, answer.say, call_id)
-        if answer.end_conversation:
-            mind.end_conversation(conv, "goodbye")
+        move, answer, call_id, _ok = await utter(me, mind, conv)
+        mind.say(conv, me, answer.say, call_id, move)
+        if move.aim == Aim.END:  # the last line the limit allows is always a goodbye
+            mind.end_conversation(conv, "turn limit" if conv.turns >= mind.settings.max_conversation_turns
+                                  else "goodbye")
         elif conv.turns >= mind.settings.max_conversation_turns:
             mind.end_conversation(conv, "turn limit")
         else:

@@ -41,6 +41,8 @@ class Option:
     hour: int | None
     """The hour it belongs to (a habit, a happening), or None: any hour."""
     label: str
+    until: int | None = None
+    """For a happening: the hour it is over (the usual day resumes then)."""
 
 
 def _label(activity: str, place_name: str) -> str:
@@ -53,18 +55,19 @@ def day_menu(me: AgentState, mind: Mind, usual: list[PlanItem], today: date) -> 
     seen: set[tuple[str, str]] = set()
     labels: set[str] = set()
 
-    def add(activity: str, place: str, hour: int | None) -> None:
+    def add(activity: str, place: str, hour: int | None, until: int | None = None) -> None:
         label = _label(activity, mind.place_name(place))
         if (activity, place) not in seen and label not in labels:
             seen.add((activity, place))
             labels.add(label)
-            options.append(Option(activity, place, hour, label))
+            options.append(Option(activity, place, hour, label, until))
 
     for item in usual:
         add(item.activity, item.place, item.hour)
     for h in mind.happenings(me.id):
         if h.start.date() == today:
-            add(f"going to the {h.fact.replace('_', ' ')} at {mind.place_name(h.place)}", h.place, h.start.hour)
+            add(f"going to the {h.fact.replace('_', ' ')} at {mind.place_name(h.place)}", h.place, h.start.hour,
+                max(h.start.hour + 1, h.end.hour + (h.end.minute > 0)))
     add("resting at home", me.home, None)
     if me.workplace:
         add("working", me.workplace, None)

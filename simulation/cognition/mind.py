@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from simulation.core import Happening, PlanItem, Provenance
+from simulation.core import Happening, Move, PlanItem, Provenance
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -41,6 +41,8 @@ class CognitionSettings:
     max_conversation_turns: int
     reflection_threshold: float
     context_tokens: int
+    min_conversation_turns: int = 4
+    """Goodbye is offered from this line on."""
 
 
 @dataclass
@@ -87,7 +89,8 @@ class Mind(Protocol):
     def doing(self, person: AgentState) -> str: ...
     def tie(self, person_id: str, other_id: str) -> Tie | None: ...
     def happenings(self, person_id: str) -> list[Happening]:
-        """What the person knows will happen where and when (facts they are aware of), by start."""
+        """What the person knows will happen where and when (facts they are aware of, and what they
+        accepted an invitation to), by start."""
         ...
     def after_conversation(self, person_id: str, other_id: str, sentiment: float, view: str) -> None: ...
 
@@ -118,7 +121,9 @@ class Mind(Protocol):
     def take_ended_conversations(self) -> list[Conversation]: ...
     def start_conversation(self, a: AgentState, b: AgentState, greeting: str,
                            call_id: int | None) -> Conversation | None: ...
-    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None) -> None: ...
+    def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None, move: Move) -> int | None:
+        """``speaker`` says ``text`` making ``move`` (news told, an invitation made or answered); the utterance id."""
+        ...
     def end_conversation(self, conv: Conversation, reason: str) -> None: ...
 
     # recording

@@ -30,8 +30,9 @@ def perceive(me: AgentState, mind: Mind, here: list[AgentState], events: list[Pl
         key = f"event:{ev.id}"
         if key not in me.last_seen and budget > 0:
             me.last_seen[key] = tick
-            mind.remember(me.id, MemoryKind.OBSERVATION, f"At {mind.place_name(ev.place)}: {ev.text}",
-                          Provenance(Source.PERCEIVED, event_id=ev.id, fact=ev.fact, quote=ev.text))
+            node = mind.remember(me.id, MemoryKind.OBSERVATION, f"At {mind.place_name(ev.place)}: {ev.text}",
+                                 Provenance(Source.PERCEIVED, event_id=ev.id, fact=ev.fact, quote=ev.text))
+            me.news.append(node.id)
             seen.events.append(ev)
             budget -= 1
     for other in here:

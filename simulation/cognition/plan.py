@@ -2,7 +2,8 @@
 
 1. **Day** (on waking): the day's plan is *chosen*, not written: from the person's usual day,
    what they know is happening today and what anyone can do (``menu.day_menu``), each item an
-   hour and the number of one of the menu's options (the answer's schema allows nothing else). From the
+   hour and the number of one of the menu's options (the answer's schema allows nothing else).
+   The plan is the usual day with the chosen changes in it (``day_with_changes``). From the
    second day on, the model first sums up yesterday in one line, and the plan follows from it.
    The safe default is the usual day.
 2. **Hours**: the plan item in force is the hour's activity, at its place.
@@ -97,10 +98,7 @@ async def daily_plan(me: AgentState, mind: Mind) -> list[PlanItem]:
     )
     answer = await mind.ask(me, msgs, model, default=default, purpose=Purpose.PLAN, max_tokens=24 + 20 * len(usual),
                             check=lambda v: _check_plan(v, now.hour))
-    chosen: dict[int, Option] = {}
-    for item in answer.value.plan:  # one item an hour; the first choice for an hour stands
-        chosen.setdefault(item.hour, menu[item.choice - 1])
-    items = [PlanItem(hour=h, activity=o.activity, place=o.place) for h, o in sorted(chosen.items())]
+    items = day_with_changes(usual, [(i.hour, menu[i.choice - 1]) for i in answer.value.plan], bed_hour(me))
     me.plan = items
     me.plan_day = now.date()
     me.plan_call = answer.call_id if answer.ok else None
@@ -114,6 +112,39 @@ async def daily_plan(me: AgentState, mind: Mind) -> list[PlanItem]:
     mind.remember(me.id, MemoryKind.PLAN, f"Plan for {now:%A}: {text}", Provenance(Source.PLANNED))
     mind.record_plan(me, items, answer.ok)
     return items
+
+
+def day_with_changes(usual: list[PlanItem], choices: list[tuple[int, Option]], bed: int) -> list[PlanItem]:
+    """The usual day with the chosen changes in it. A habit chosen stays at its own hour (it is
+    there already). Something that happens at a set time (a happening) goes in at its hour and
+    lasts until it is over; anything else goes in at the hour the model gave it, for that hour.
+    After a change, whatever the usual day has in force then resumes. The first change for an
+    hour stands. A 135M model put "a morning walk" at 21:00 and left whole mornings empty when
+    the plan was only what it chose; the usual day is the prior, the choices are the day's news."""
+    day = {i.hour: i for i in usual}
+    habits = {(i.activity, i.place) for i in usual}
+    start = min(day) if day else 0
+
+    def in_force(hour: int) -> PlanItem | None:
+        earlier = [h for h in day if h <= hour and (day[h].activity, day[h].place) in habits]
+        return day[max(earlier)] if earlier else None
+
+    changed: set[int] = set()
+    for given, option in choices:
+        if (option.activity, option.place) in habits:
+            continue
+        hour = option.hour if option.hour is not None else given
+        if hour < start or hour >= bed or hour > 23 or hour in changed:
+            continue
+        until = option.until if option.until is not None else hour + 1
+        resume = in_force(until)
+        day[hour] = PlanItem(hour=hour, activity=option.activity, place=option.place)
+        changed.add(hour)
+        for h in [h for h in day if hour < h < until and h not in changed]:
+            del day[h]  # what the usual day had inside the change waits until it is over
+        if until not in day and until < bed and until <= 23 and resume is not None:
+            day[until] = PlanItem(hour=until, activity=resume.activity, place=resume.place)
+    return [day[h] for h in sorted(day)]
 
 
 def _check_plan(plan: DailyPlan, hour: int) -> str | None:

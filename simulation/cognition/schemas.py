@@ -46,8 +46,9 @@ class ReactAnswer(Answer):
 
 
 class UtteranceAnswer(Answer):
+    """The words of a line (what the line is for was chosen before: ``core.move``)."""
+
     say: _text(160)  # type: ignore[valid-type]
-    end_conversation: bool
 
 
 class RecapAnswer(Answer):

@@ -6,12 +6,13 @@ so every layer (cognition, the model, the store, checkpoints, the viewer's queri
 from simulation.core.actions import Action, HourBlock, PlanItem
 from simulation.core.happening import Happening
 from simulation.core.moment import Moment
+from simulation.core.move import Move
 from simulation.core.perception import Focus, Perception, PlaceEvent
 from simulation.core.provenance import Provenance
-from simulation.core.vocabulary import MemoryKind, Purpose, Source, Status, probe_purpose
+from simulation.core.vocabulary import Aim, MemoryKind, Purpose, Source, Status, probe_purpose
 
 __all__ = [
-    "Action", "Focus", "Happening", "HourBlock", "MemoryKind", "Moment", "Perception", "PlaceEvent", "PlanItem", "Provenance", "Purpose", "Source",
-    "Status",
+    "Action", "Aim", "Focus", "Happening", "HourBlock", "MemoryKind", "Moment", "Move", "Perception", "PlaceEvent",
+    "PlanItem", "Provenance", "Purpose", "Source", "Status",
     "probe_purpose",
 ]

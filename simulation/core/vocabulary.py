@@ -76,6 +76,8 @@ class Purpose(StrEnum):
     STEPS = "steps"
     REACT = "react"
     UTTERANCE = "utterance"
+    AIM = "aim"
+    """What a person in a conversation means to do with their next line (``cognition.aims``)."""
     RECAP = "recap"
     QUESTIONS = "questions"
     INSIGHTS = "insights"
@@ -83,6 +85,30 @@ class Purpose(StrEnum):
     """Retrieval for a reflection question (the LLM calls are ``questions`` and ``insights``)."""
     PROBE = "probe"
     """Retrieval for a probe; its LLM call is ``probe_purpose(index)``."""
+
+
+class Aim(StrEnum):
+    """What a line in a conversation is for (``utterances.aim``): chosen before the words are
+    written, so a small model is told what to say rather than left to echo the last line."""
+
+    GREET = "greet"
+    """The opening line, or greeting back."""
+    SHARE = "share"
+    """Tell the other something on one's mind (a memory: news heard, seen, whispered)."""
+    INVITE = "invite"
+    """Invite the other to something one knows will happen (a happening)."""
+    ASK = "ask"
+    """Ask the other about their plans, what they are doing, or any news."""
+    ANSWER = "answer"
+    """Answer the question just asked."""
+    REPLY = "reply"
+    """Respond to what the other just told."""
+    ACCEPT = "accept"
+    """Accept the invitation just made."""
+    DECLINE = "decline"
+    """Decline the invitation just made."""
+    END = "end"
+    """Say goodbye (the conversation ends)."""
 
 
 def probe_purpose(index: int) -> str:

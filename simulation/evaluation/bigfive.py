@@ -18,7 +18,7 @@ import numpy as np
 from simulation.evaluation import ipip, prompts
 from simulation.evaluation.ipip import FACTORS
 from simulation.evaluation.session import Metric, Session
-from simulation.evaluation.stats import bootstrap, pearson
+from simulation.evaluation.stats import bootstrap, pearson, split_effect
 from simulation.evaluation.targets import Target
 
 SUITE = "bigfive"
@@ -69,7 +69,9 @@ def target_metrics(suite: str, result: FactorResult, t: Target) -> list[Metric]:
 
 def aggregate_factors(suite: str, results: list[FactorResult], session: Session, scope: str,
                       run_id: str | None) -> list[Metric]:
-    """Across agents: MAE, per-factor agreement and correlation, each with a bootstrap CI."""
+    """Across agents: MAE, per-factor agreement, correlation and effect size (Cohen's d of the
+    scores of people written high on the factor against those written low), each with a
+    bootstrap CI."""
     n_boot = session.options.bootstrap
     out = []
     per_agent = [compare(r.measured, r.targets)["mae"] for r in results]
@@ -90,6 +92,9 @@ def aggregate_factors(suite: str, results: list[FactorResult], session: Session,
         note = {} if est.value is not None else {"note": "needs 3 or more agents whose targets and scores vary"}
         out.append(Metric(suite, f"correlation_{f}", est.value, None, run_id, None,
                           {"scope": scope, **est.as_dict(), **note}))
+        est = bootstrap(pairs, split_effect, seed=session.boot_seed(suite, scope, "d", f), n_boot=n_boot)
+        note = {} if est.value is not None else {"note": "needs 2 or more agents written high and 2 written low"}
+        out.append(Metric(suite, f"effect_{f}", est.value, None, run_id, None, {"scope": scope, **est.as_dict(), **note}))
         errors = np.abs(pairs[:, 1] - pairs[:, 0]) if len(pairs) else np.array([])
         est = bootstrap(errors, np.mean, seed=session.boot_seed(suite, scope, "mae", f), n_boot=n_boot)
         out.append(Metric(suite, f"mae_{f}", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))

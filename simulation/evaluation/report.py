@@ -172,10 +172,12 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
                          f"{_fmt(look.value(suite, 'agreement', key))} |")
         lines += ["", f"Across agents: MAE {_ci(look.get(suite, 'mae'))}; high/low agreement "
                   f"{_ci(look.get(suite, 'agreement'))}.", "",
-                  "| factor | agreement | correlation (target, measured) | MAE |", "|---|---|---|---|"]
+                  "| factor | agreement | correlation (target, measured) | effect size (d, high vs low) | MAE |",
+                  "|---|---|---|---|---|"]
         for f in FACTORS:
             lines.append(f"| {f} | {_ci(look.get(suite, f'agreement_{f}'))} | "
-                         f"{_ci(look.get(suite, f'correlation_{f}'))} | {_ci(look.get(suite, f'mae_{f}'))} |")
+                         f"{_ci(look.get(suite, f'correlation_{f}'))} | {_ci(look.get(suite, f'effect_{f}'))} | "
+                         f"{_ci(look.get(suite, f'mae_{f}'))} |")
         lines += ["", images.get(suite, ""), ""]
     if "personagym" in result.suites:
         lines += ["## PersonaGym", "", "Task means on 1-5; PersonaScore = mean of the task means.", "",

@@ -1,4 +1,4 @@
-"""Small statistics with numpy only: Pearson correlation and seeded percentile bootstrap CIs.
+"""Small statistics with numpy only: Pearson correlation, Cohen's d and seeded percentile bootstrap CIs.
 
 Why our own: the eval must be deterministic given its seed and must not pull scipy into the
 product; a percentile bootstrap over personas is a few lines of numpy.
@@ -32,6 +32,28 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
         return None
     xc, yc = x - x.mean(), y - y.mean()
     return float((xc * yc).sum() / np.sqrt((xc**2).sum() * (yc**2).sum()))
+
+
+def cohens_d(high: np.ndarray, low: np.ndarray) -> float | None:
+    """Cohen's d of two groups (mean difference over the pooled standard deviation), or None
+    with fewer than 2 in a group or no spread at all."""
+    high, low = np.asarray(high, dtype=float), np.asarray(low, dtype=float)
+    if len(high) < 2 or len(low) < 2:
+        return None
+    pooled = np.sqrt(((len(high) - 1) * high.var(ddof=1) + (len(low) - 1) * low.var(ddof=1))
+                     / (len(high) + len(low) - 2))
+    if pooled == 0:
+        return None
+    return float((high.mean() - low.mean()) / pooled)
+
+
+def split_effect(pairs: np.ndarray, cut: float = 0.5) -> float | None:
+    """Cohen's d of the measured values (column 1) of rows whose target (column 0) is at or
+    above ``cut`` against those below it: do people written high on a factor score higher?"""
+    pairs = np.asarray(pairs, dtype=float)
+    if len(pairs) == 0:
+        return None
+    return cohens_d(pairs[pairs[:, 0] >= cut, 1], pairs[pairs[:, 0] < cut, 1])
 
 
 def bootstrap(

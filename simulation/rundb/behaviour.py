@@ -12,6 +12,13 @@ talk
   the share of conversations that ended at two lines or fewer
   ``talk.echo_share``  utterance answers rejected as a repeat (or empty), or repaired by dropping
   an echoed opening, / utterance answers
+  ``talk.off_aim_share``  utterance answers rejected for not doing their move (news that tells
+  nothing of it, a question without a question mark) / utterance answers
+  ``talk.example_share``  lines that are, word for word, the example line their prompt showed
+  ``talk.aim.A``  the share of lines made with move A (greet, share, invite, ask, answer, ...)
+  ``talk.invitations``  invitations made; ``talk.invitations_accepted_share`` of them accepted;
+  ``talk.invitation_turnout``  of accepted invitations whose happening ended within the run, the
+  share whose guest was at its place while it went on
 plans
   ``plans.valid_place_share``  plan items at a place of the town
   ``plans.fitting_share``  items whose activity fits the place: sleeping at home, working at the
@@ -40,6 +47,7 @@ Standard library only (see the package's docstring).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import statistics
 from collections import Counter, defaultdict
@@ -58,6 +66,8 @@ SLEEP_WORDS = ("sleep", "bed", "nap", "asleep")
 WORK_WORDS = ("work", "shift", "open", "serve", "serving", "teach", "lecture", "class", "office", "shop", "counter",
               "customers", "prescription", "bar", "stock")
 ECHO_ERRORS = ("repeats an earlier line", "says nothing")
+OFF_AIM_ERRORS = ("does not say what it was to tell", "does not say what the invitation is to", "asks nothing")
+_EXAMPLE = re.compile(r"^Example: (\{.*\})\s*$", re.MULTILINE)
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -74,7 +84,7 @@ def behaviour(con: Any, run_id: str) -> Metrics:
     out: Metrics = {}
     n = len(people(con, run_id))
     hours = game_hours(con, run_id)
-    for group in (_talk, _plans, _llm):
+    for group in (_talk, _moves, _plans, _llm):
         out.update(_tolerant(group, con, run_id, n, hours))
     out.update(_tolerant(lambda c, r, *_: _facts(c, r), con, run_id))
     out.update(_tolerant(lambda c, r, *_: _probes(c, r), con, run_id))
@@ -116,19 +126,22 @@ def _talk(con: Any, run_id: str, n: int, hours: float) -> Metrics:
     turns = [int(r[0]) for r in con.execute(
         "select turns from conversations where run_id = ? and ended_tick is not null", [run_id])]
     started = con.execute("select count(*) from conversations where run_id = ?", [run_id]).fetchone()[0]
-    attempts = rejected = 0
+    attempts = rejected = off_aim = 0
     for error, in con.execute("select parse_error from llm_calls where run_id = ? and purpose = 'utterance'", [run_id]):
         attempts += 1
         rejected += error in ECHO_ERRORS
-    repaired = 0
-    for text, completion in con.execute(
-            "select u.text, c.completion from utterances u join llm_calls c on c.id = u.llm_call_id and c.run_id = u.run_id "
-            "where u.run_id = ? and c.parse_ok = 1", [run_id]):
+        off_aim += error in OFF_AIM_ERRORS
+    repaired = copied = said = 0
+    for text, completion, messages in con.execute(
+            "select u.text, c.completion, c.messages from utterances u join llm_calls c on c.id = u.llm_call_id "
+            "and c.run_id = u.run_id where u.run_id = ? and c.parse_ok = 1 and c.purpose = 'utterance'", [run_id]):
+        said += 1
         try:
-            said = json.loads(completion).get("say")
+            answer = json.loads(completion).get("say")
         except (TypeError, ValueError, AttributeError):
             continue
-        repaired += isinstance(said, str) and said.strip() != (text or "").strip()
+        repaired += isinstance(answer, str) and answer.strip() != (text or "").strip()
+        copied += _example(messages) == _norm(text or "")
     return {
         "talk.encounters_per_agent_hour": _ratio(2 * met, n * hours),
         "talk.conversations_per_encounter": _ratio(started, met),
@@ -137,7 +150,44 @@ def _talk(con: Any, run_id: str, n: int, hours: float) -> Metrics:
         "talk.turns_median": float(statistics.median(turns)) if turns else None,
         "talk.two_line_share": _ratio(sum(t <= 2 for t in turns), len(turns)),
         "talk.echo_share": _ratio(rejected + repaired, attempts),
+        "talk.off_aim_share": _ratio(off_aim, attempts),
+        "talk.example_share": _ratio(copied, said),
     }
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def _example(messages: str | None) -> str | None:
+    """The example line an utterance prompt showed, normalised (None without one)."""
+    try:
+        prompt = json.loads(messages or "[]")[-1]["content"]
+        found = _EXAMPLE.search(prompt)
+        return _norm(json.loads(found.group(1))["say"]) if found else None
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _moves(con: Any, run_id: str, *_: Any) -> Metrics:
+    out: Metrics = {}
+    aims = Counter(a for a, in con.execute("select aim from utterances where run_id = ? and aim is not null", [run_id]))
+    total = sum(aims.values())
+    for aim, n in sorted(aims.items()):
+        out[f"talk.aim.{aim}"] = n / total
+    invitations = con.execute("select guest_id, place, starts_at, ends_at, answer from invitations where run_id = ?",
+                              [run_id]).fetchall()
+    out["talk.invitations"] = float(len(invitations))
+    accepted = [r for r in invitations if r[4] == "accepted"]
+    out["talk.invitations_accepted_share"] = _ratio(len(accepted), len(invitations))
+    last = con.execute("select max(sim_time) from agent_states where run_id = ?", [run_id]).fetchone()[0]
+    ended = [r for r in accepted if last is not None and r[3] <= last]
+    came = sum(bool(con.execute(
+        "select 1 from agent_states where run_id = ? and agent_id = ? and place = ? and sim_time >= ? and sim_time < ? "
+        "and status != 'walking' limit 1", [run_id, guest, place, start, end]).fetchone())
+        for guest, place, start, end, _ in ended)
+    out["talk.invitation_turnout"] = _ratio(came, len(ended))
+    return out
 
 
 # ---------------------------------------------------------------------- plans

@@ -37,12 +37,21 @@ class MemorySettings(StrictModel):
 class CognitionSettings(StrictModel):
     attention_bandwidth: int = Field(3, ge=1, le=50, description="how many things an agent notices per tick")
     max_conversation_turns: int = Field(6, ge=2, le=50)
+    min_conversation_turns: int = Field(
+        4, ge=1, le=50, description="goodbye is offered from this line on (a line that fails still ends it sooner)")
     conversation_cooldown_minutes: int = Field(120, ge=0, le=24 * 60, description="before the same two talk again")
     phases: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$", max_length=200)]] | None = Field(
         None, min_length=1, max_length=50,
         description="the cognition phases each tick runs, in order: built-in names (perceive, importance, decide, "
         "converse, recap, reflect) or package.module:Class for a phase of one's own (docs/cognition.md); "
         "default: the six built-in ones in that order")
+
+    @model_validator(mode="after")
+    def _turns_in_order(self) -> CognitionSettings:
+        if self.min_conversation_turns > self.max_conversation_turns:
+            raise ValueError(f"min_conversation_turns ({self.min_conversation_turns}) is more than "
+                             f"max_conversation_turns ({self.max_conversation_turns})")
+        return self
 
     @model_validator(mode="before")
     @classmethod

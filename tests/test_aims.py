@@ -1,0 +1,211 @@
+"""The moves a speaker is offered (``cognition.aims``), and what saying them does to the people
+and to run.db: news told once, news heard passed on, invitations made, answered and kept."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta
+
+import pytest
+from conftest import MINIMAL
+from fake_mind import FakeMind
+
+from simulation.agents import AgentState
+from simulation.cognition.aims import aim_menu, instruction, off_aim, option_text, untold_news
+from simulation.cognition.converse import Converse
+from simulation.core import Aim, Happening, MemoryKind, Move, PlanItem, Provenance, Source, Status
+
+MORNING = datetime(2023, 2, 13, 9, 0)
+PARTY = Happening("party", "cafe", datetime(2023, 2, 14, 17, 0), datetime(2023, 2, 14, 19, 0))
+
+
+@pytest.fixture(scope="module")
+def personas():
+    from simulation.scenario import load
+
+    return {rp.persona.id: rp for rp in load(MINIMAL).people}
+
+
+@pytest.fixture
+def mind(personas) -> FakeMind:
+    people = {pid: AgentState(id=pid, persona=rp.persona, home=rp.home, workplace=rp.workplace, place="cafe",
+                              status=Status.IDLE, system_prompt=f"You are {rp.persona.name}.")
+              for pid, rp in personas.items() if pid in ("ann", "bob")}
+    m = FakeMind(people, now=MORNING)
+    m.settings = dataclasses.replace(m.settings, max_conversation_turns=8)
+    return m
+
+
+def whisper(mind: FakeMind, pid: str, text: str, importance: float = 5.0) -> int:
+    node = mind.remember(pid, MemoryKind.THOUGHT, text, Provenance(Source.WHISPERED), importance=importance)
+    mind.person(pid).news.append(node.id)
+    return node.id
+
+
+def talk(mind: FakeMind, *lines: tuple[str, Move]):
+    conv = mind.start_conversation(mind.person("ann"), mind.person("bob"), "Hello Bob!", None)
+    for speaker, move in lines:
+        mind.say(conv, mind.person(speaker), "words", None, move)
+    return conv
+
+
+def aims(menu: list[Move]) -> list[Aim]:
+    return [m.aim for m in menu]
+
+
+def test_a_first_line_greets_back_shares_invites_or_asks_and_cannot_yet_say_goodbye(mind):
+    whisper(mind, "bob", "The bakery burned down last night.", importance=8)
+    whisper(mind, "bob", "The river is high.", importance=3)
+    mind.known = [PARTY]
+    conv = talk(mind)
+    menu = aim_menu(mind.person("bob"), mind, conv)
+    assert aims(menu) == [Aim.GREET, Aim.SHARE, Aim.SHARE, Aim.INVITE, Aim.ASK]
+    assert menu[1].topic == "The bakery burned down last night.", "the most important news first"
+    assert menu[3].happening == PARTY and menu[3].topic == "the party at Cafe on Tuesday 14 February, 17:00-19:00"
+    assert menu[4] == Move(Aim.ASK, "plans")
+    assert option_text(menu[3], "Bob", "Ann") == "invite Ann to the party at Cafe on Tuesday 14 February, 17:00-19:00"
+
+
+def test_goodbye_is_offered_from_the_fourth_line_and_is_the_only_move_at_the_limit(mind):
+    conv = talk(mind, ("bob", Move(Aim.GREET)), ("ann", Move(Aim.ASK, "plans")),
+                ("bob", Move(Aim.ANSWER, "Bob's plans: nothing more planned today")))
+    menu = aim_menu(mind.person("ann"), mind, conv)
+    assert aims(menu) == [Aim.REPLY, Aim.ASK, Aim.END]
+    assert menu[1] == Move(Aim.ASK, "doing"), "a question already asked is not asked again"
+    mind.settings = dataclasses.replace(mind.settings, max_conversation_turns=5)
+    assert aims(aim_menu(mind.person("ann"), mind, conv)) == [Aim.END]
+
+
+def test_a_question_is_answered_from_the_speakers_own_plan_doing_or_news(mind):
+    bob = mind.person("bob")
+    bob.plan = [PlanItem(hour=8, activity="breakfast", place="cafe"), PlanItem(hour=10, activity="baking", place="cafe"),
+                PlanItem(hour=18, activity="a drink", place="cafe")]
+    conv = talk(mind, ("bob", Move(Aim.GREET)), ("ann", Move(Aim.ASK, "plans")))
+    assert aim_menu(bob, mind, conv) == [Move(Aim.ANSWER, "Bob's plans: 10:00 baking; 18:00 a drink")]
+    mind.end_conversation(conv, "goodbye")
+    conv = talk(mind, ("bob", Move(Aim.GREET)), ("ann", Move(Aim.ASK, "news")))
+    assert aim_menu(bob, mind, conv) == [Move(Aim.ANSWER, "Bob has heard no news")]
+    news = whisper(mind, "bob", "The bakery burned down last night.")
+    assert aim_menu(bob, mind, conv) == [Move(Aim.ANSWER, "The bakery burned down last night.", memory_id=news)]
+
+
+def test_an_invitation_is_accepted_or_declined_and_an_accepted_one_is_kept(mind):
+    mind.known = [PARTY]
+    conv = talk(mind, ("bob", Move(Aim.GREET)))
+    invite = next(m for m in aim_menu(mind.person("ann"), mind, conv) if m.aim == Aim.INVITE)
+    mind.say(conv, mind.person("ann"), "Come to the party at the Cafe tomorrow at five!", None, invite)
+    assert mind.person("ann").invited == {"bob": ["party"]}
+    answer = aim_menu(mind.person("bob"), mind, conv)
+    assert aims(answer) == [Aim.ACCEPT, Aim.DECLINE] and answer[0].happening == PARTY
+    assert answer[0].invitation_id is not None, "the answer names the invitation it answers"
+    mind.say(conv, mind.person("bob"), "I'd love to come!", None, answer[0])
+    assert mind.person("bob").going == [PARTY]
+    assert not any(m.aim == Aim.INVITE for m in aim_menu(mind.person("ann"), mind, conv)), "invited once"
+
+
+def test_nothing_is_invited_to_once_it_has_begun(mind):
+    mind.known = [PARTY]
+    mind.now = PARTY.start + timedelta(minutes=10)
+    conv = talk(mind, ("bob", Move(Aim.GREET)))
+    assert Aim.INVITE not in aims(aim_menu(mind.person("ann"), mind, conv))
+
+
+def test_news_is_not_told_twice_nor_back_to_whoever_told_it(mind):
+    news = whisper(mind, "ann", "The bakery burned down last night.")
+    conv = talk(mind, ("bob", Move(Aim.GREET)))
+    ann = mind.person("ann")
+    share = next(m for m in aim_menu(ann, mind, conv) if m.aim == Aim.SHARE)
+    mind.say(conv, ann, "Did you hear? The bakery burned down!", None, share)
+    assert ann.told == {"bob": [news]} and untold_news(ann, mind, "bob") == []
+    heard = mind.remember("bob", MemoryKind.UTTERANCE, 'Ann Archer said to Bob Brown: "The bakery burned down!"',
+                          Provenance(Source.HEARD, from_agent="ann", quote="The bakery burned down!"))
+    mind.person("bob").news.append(heard.id)
+    assert untold_news(mind.person("bob"), mind, "ann") == [], "not told back to the one who told it"
+    mind.people_by_id["carl"] = mind.person("ann").model_copy(update={"id": "carl", "told": {}, "invited": {}})
+    assert [n.id for n in untold_news(mind.person("bob"), mind, "carl")] == [heard.id]
+
+
+def test_a_line_must_do_what_its_move_is_for():
+    names = ("Ann", "Bob")
+    share = Move(Aim.SHARE, "The bakery burned down last night.")
+    assert off_aim(share, "Did you hear the bakery burned down?", names) is None
+    assert off_aim(share, "Good morning, Bob!", names) == "does not say what it was to tell"
+    invite = Move(Aim.INVITE, "the party at Cafe on Tuesday 14 February, 17:00-19:00", happening=PARTY)
+    assert off_aim(invite, "Come to my party, Bob!", names) is None
+    assert off_aim(invite, "Would you like to come, Bob?", names) == "does not say what the invitation is to"
+    assert off_aim(Move(Aim.ASK, "plans"), "What are you doing today?", names) is None
+    assert off_aim(Move(Aim.ASK, "plans"), "Tell me about your day.", names) == "asks nothing"
+    assert off_aim(Move(Aim.GREET), "Hi!", names) is None
+    assert instruction(Move(Aim.ASK, "plans"), "Ann", "Bob") == "asks Bob about Bob's plans for today."
+
+
+def test_an_invitation_flows_through_a_conversation(mind):
+    """Ann invites, Bob accepts, both through the Converse phase with the model's words."""
+    mind.known = [PARTY]
+    conv = talk(mind, ("bob", Move(Aim.GREET)))
+    conv.next_speaker = "ann"
+    mind.answers["aim"] = mind.choosing("invite", "accept")
+    lines = iter(["Bob, come to the party at the Cafe on Tuesday at five!", "Thank you, I will come to the party."])
+    mind.answers["utterance"] = lambda schema, default: {"say": next(lines)}
+    mind.run(Converse())
+    mind.run(Converse())
+    assert [m.aim for m in conv.moves] == [Aim.GREET, Aim.GREET, Aim.INVITE, Aim.ACCEPT]
+    assert mind.person("bob").going == [PARTY]
+    prompt = mind.asked[-1].messages[-1]["content"]
+    assert "- Ann invited Bob to the party at Cafe" in prompt and "Now Bob gladly accepts Ann's invitation" in prompt
+
+
+def test_a_run_records_moves_and_invitations_and_the_guest_plans_to_go(make_run):
+    """Through the real run: Isabella knows of the party and invites whoever she talks to; they
+    accept; the rows, the guest's happenings and the behaviour metrics follow."""
+    import json
+
+    from scripted import ScriptedBackend
+
+    from simulation.rundb.behaviour import behaviour
+
+    run = make_run(ScriptedBackend(prefer=("invite", "accept"), end_after=6), ticks=12)
+    for _ in range(12):
+        run.step()
+    db = run.store.db
+    invitations = list(db.query("select * from invitations"))
+    assert invitations and all(i["fact_id"] == "party" and i["place"] == "hobbs_cafe" for i in invitations)
+    assert all(i["answer"] == "accepted" and i["answer_utterance_id"] for i in invitations)
+    assert {i["starts_at"] for i in invitations} == {"2023-02-14 17:00"}
+    invite = db.execute("select aim, topic, speaker_id from utterances where id = ?",
+                        [invitations[0]["utterance_id"]]).fetchone()
+    assert invite[0] == "invite" and "party at Hobbs Cafe" in invite[1] and invite[2] == invitations[0]["inviter_id"]
+    answer = db.execute("select aim, speaker_id from utterances where id = ?",
+                        [invitations[0]["answer_utterance_id"]]).fetchone()
+    assert answer == ("accept", invitations[0]["guest_id"])
+    guest = run.model.people[invitations[0]["guest_id"]].state
+    assert [h.fact for h in guest.going] == ["party"]
+    assert "party" in [h.fact for h in run.model.mind.happenings(guest.id)], "the guest's next day can hold it"
+    assert all(json.loads(c["participants"]) for c in db.query("select participants from conversations"))
+    metrics = behaviour(db.conn, run.store.run_id)
+    assert metrics["talk.invitations"] == len(invitations) and metrics["talk.invitations_accepted_share"] == 1.0
+    assert metrics["talk.aim.invite"] > 0 and metrics["talk.aim.accept"] > 0
+    assert metrics["talk.invitation_turnout"] is None, "the party has not happened within the run"
+
+
+def test_turnout_counts_accepted_guests_who_were_there_while_it_went_on():
+    import sqlite3
+
+    from simulation.rundb.behaviour import _moves
+
+    con = sqlite3.connect(":memory:")
+    con.execute("create table utterances (run_id, aim)")
+    con.execute("create table invitations (run_id, guest_id, place, starts_at, ends_at, answer)")
+    con.execute("create table agent_states (run_id, agent_id, place, sim_time, status)")
+    con.executemany("insert into utterances values ('r', ?)", [("invite",), ("accept",), ("invite",), ("decline",)])
+    party = ("cafe", "2023-02-14 17:00", "2023-02-14 19:00")
+    con.executemany("insert into invitations values ('r', ?, ?, ?, ?, ?)", [
+        ("ann", *party, "accepted"), ("bob", *party, "accepted"), ("cat", *party, "declined")])
+    con.executemany("insert into agent_states values ('r', ?, ?, ?, ?)", [
+        ("ann", "cafe", "2023-02-14 17:30", "idle"), ("bob", "cafe", "2023-02-14 19:00", "idle"),
+        ("bob", "cafe", "2023-02-14 18:00", "walking"), ("cat", "cafe", "2023-02-14 17:30", "idle"),
+        ("ann", "home", "2023-02-14 20:00", "sleeping")])
+    out = _moves(con, "r")
+    assert out["talk.invitations"] == 3 and out["talk.invitations_accepted_share"] == 2 / 3
+    assert out["talk.invitation_turnout"] == 0.5, "Bob only walked through, and came when it was over"
+    assert out["talk.aim.invite"] == 0.5 and out["talk.aim.decline"] == 0.25
