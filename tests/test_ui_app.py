@@ -138,6 +138,7 @@ def test_conversations_shows_transcripts_and_filters(monkeypatch, finished_run):
     shown = text_of(at)
     assert f"{len(convs)} conversation(s) match" in shown
     assert first[-1]["text"] in shown
+    assert f", {first[1]['aim']}): " in shown, "each line says what move it made"
     speakers = {json.loads(c["participants"])[0] for c in convs}
 
     nobody = next(a["agent_id"] for a in rows(finished_run, "select agent_id from agents")

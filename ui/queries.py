@@ -126,13 +126,15 @@ def conversations(
 
 
 def utterances_of(db: RunDB, conversation_ids: list[int]) -> pd.DataFrame:
+    """The lines of some conversations, with the move each made (``aim``: empty before run.db schema 6)."""
     if not conversation_ids:
         return pd.DataFrame(columns=["conversation_id", "tick", "sim_time", "turn", "speaker_id", "listener_id",
-                                     "text"])
+                                     "text", "aim"])
     marks = ", ".join("?" * len(conversation_ids))
-    return db.frame(f"select conversation_id, tick, sim_time, turn, speaker_id, listener_id, text from utterances "
-                    f"where run_id = ? and conversation_id in ({marks}) order by conversation_id, turn, id",
-                    [db.run_id, *conversation_ids])
+    aim = "aim" if db.has("utterances", "aim") else "'' as aim"
+    return db.frame(f"select conversation_id, tick, sim_time, turn, speaker_id, listener_id, text, {aim} "
+                    f"from utterances where run_id = ? and conversation_id in ({marks}) "
+                    f"order by conversation_id, turn, id", [db.run_id, *conversation_ids])
 
 
 # ---------------------------------------------------------------------- one person

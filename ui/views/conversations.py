@@ -51,5 +51,5 @@ with common.run_db() as db:
                 st.caption("No lines recorded.")
                 continue
             st.markdown("\n\n".join(f"**{common.md(names.get(u.speaker_id, u.speaker_id))}** "
-                                    f"({common.when(u.sim_time)[4:]}): {common.md(u.text)}"
-                                    for u in group.itertuples()))
+                                    f"({common.when(u.sim_time)[4:]}{', ' + u.aim if common.present(u.aim) else ''})"
+                                    f": {common.md(u.text)}" for u in group.itertuples()))
