@@ -182,6 +182,11 @@ def print_summary(s: Any, wall: float) -> None:
                       f"lines per conversation {_num(turns)}"
                       + (f" ({b['talk.two_line_share']:.0%} ended at two lines)" if turns is not None else ""),
                       highlight=False)
+    if b.get("talk.invitations"):
+        turnout = b.get("talk.invitation_turnout")
+        console.print(f"Invitations {b['talk.invitations']:.0f}, accepted "
+                      f"{_num(b.get('talk.invitations_accepted_share'), '.0%')}"
+                      + (f", accepted guests who came {turnout:.0%}" if turnout is not None else ""), highlight=False)
     for fact_id, f in s.facts.items():
         who = ", ".join(f"{name} {when[5:]} {how}" + (f" from {teller}" if teller else "")
                         for name, when, how, teller, _ in f.aware)
