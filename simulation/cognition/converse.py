@@ -107,10 +107,10 @@ async def choose_move(me: AgentState, mind: Mind, conv: Conversation, menu: list
     return shown[pick]
 
 
-async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[Move, UtteranceAnswer, int | None, bool]:
+async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[Move, UtteranceAnswer, int | None]:
     """What ``me`` says next: the move chosen from ``aims.aim_menu``, then the words for it (and the
-    llm_calls id that wrote them, and whether the model's answer was usable; if not, the line is
-    a goodbye and the move ``end``)."""
+    llm_calls id that wrote them). When the model's words are unusable the line is a goodbye and
+    the move ``end``."""
     other = mind.person(conv.partner(me.id))
     last = conv.lines[-1][1] if conv.lines else ""
     ctx = await context(me, mind, f"{other.persona.name}. {last}", Purpose.UTTERANCE,
@@ -129,9 +129,7 @@ async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[Move, U
     names = (me.first_name, other.first_name)
     answer = await mind.ask(me, msgs, UtteranceAnswer, default=default, purpose=Purpose.UTTERANCE, max_tokens=80,
                             check=lambda v: _check_utterance(v, earlier, move, names))
-    if not answer.ok:
-        move = Move(Aim.END)
-    return move, answer.value, answer.call_id, answer.ok
+    return (move if answer.ok else Move(Aim.END)), answer.value, answer.call_id
 
 
 def gist(mind: Mind, conv: Conversation, limit: int = 200) -> str:
@@ -178,7 +176,7 @@ class Converse(Phase):
     async def run(self, me: AgentState, mind: Mind) -> None:
         assert me.conversation_id is not None
         conv = mind.conversation(me.conversation_id)
-        move, answer, call_id, _ok = await utter(me, mind, conv)
+        move, answer, call_id = await utter(me, mind, conv)
         mind.say(conv, me, answer.say, call_id, move)
         if move.aim == Aim.END:  # the last line the limit allows is always a goodbye
             mind.end_conversation(conv, "turn limit" if conv.turns >= mind.settings.max_conversation_turns
