@@ -186,7 +186,9 @@ def resume_run(
         from simulation.llm.factory import build_backend
 
         try:
-            backend = build_backend(settings, Path(loaded.path).parent)
+            same = run_row["backend"] == settings.backend and options.llm.model is None
+            recorded = run_row["model"] if same else None
+            backend = build_backend(settings, Path(loaded.path).parent, recorded_model=recorded)
         except BaseException:
             lock.release()
             store.close()

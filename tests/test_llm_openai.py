@@ -254,17 +254,56 @@ def _default(model: type[BaseModel]) -> dict:
 
 
 @pytest.mark.slow
-def test_agora_run_against_the_llama_cpp_server(real_server, tmp_path):
-    """The whole path (CLI, the openai backend's batches in flight, run.db) on the two-person
-    scenario: the flagship's eight waking plans took 200 s here on an idle machine, and over
-    900 s (pytest's limit) on a busy one."""
+def test_agora_run_against_the_llama_cpp_server_then_replay_and_verify_with_the_server_gone(tmp_path):
+    """The whole path (``agora run`` in its own process, the openai backend's batches in flight,
+    run.db) on the two-person scenario, through the replay cache; then, with the server stopped,
+    the same command replays the run row for row, ``agora verify`` agrees, and a run that needs one
+    answer more stops naming the server, its committed ticks kept. The commands after the server
+    are run in this process (an `agora` process spends ten seconds importing the embedder).
+    (The flagship's eight waking plans took 200 s here on an idle machine, over 900 s on a busy one.)"""
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "simulation.cli", "run", str(MINIMAL), "--backend", "openai",
-                           "--base-url", real_server, "--ticks", "1", "--out", str(tmp_path), "--cache", "off"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    from typer.testing import CliRunner
+
+    from simulation.cli.entry import app
+    from simulation.llm.llamacpp import bundled_model_path
+    from simulation.rundb.diff import first_difference
+
+    cache_file = tmp_path / "llm.sqlite"
+
+    def args(url: str, ticks: int, out: str) -> list[str]:
+        return ["run", str(MINIMAL), "--backend", "openai", "--base-url", url, "--model", "smollm2",
+                "--ticks", str(ticks), "--seed", "11", "--cache", "use", "--cache-path", str(cache_file),
+                "--out", str(tmp_path / out)]
+
+    def here(*argv: str):
+        return CliRunner().invoke(app, list(argv), terminal_width=240)
+
+    with llama_server(bundled_model_path()) as url:
+        proc = subprocess.run([sys.executable, "-m", "simulation.cli", *args(url, 1, "served")], cwd=ROOT,
+                              capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr
-    db = sqlite_utils.Database(Path(proc.stdout.strip().splitlines()[-1]) / "run.db")
-    run = next(db["runs"].rows)
-    assert run["backend"] == "openai" and run["model"] == "smollm2" and run["status"] == "finished"
+    served = Path(proc.stdout.strip().splitlines()[-1])
+    db = sqlite_utils.Database(served / "run.db")
+    row = next(db["runs"].rows)
+    assert row["backend"] == "openai" and row["model"] == "smollm2" and row["status"] == "finished"
     assert db.execute("select avg(parse_ok) from llm_calls").fetchone()[0] > 0.5
+    assert db.execute("select sum(cache_hit) from llm_calls").fetchone()[0] == 0
+
+    # The server is gone: the same command replays every answer and asks no server anything.
+    res = here(*args(url, 1, "replayed"), "--quiet")
+    assert res.exit_code == 0, res.output
+    replayed = Path(res.stdout.strip().splitlines()[-1])
+    assert first_difference(replayed / "run.db", served / "run.db") is None
+    again = sqlite_utils.Database(replayed / "run.db")
+    assert again.execute("select count(*) = sum(cache_hit) from llm_calls").fetchone()[0] == 1
+
+    res = here("verify", str(served), "--cache-path", str(cache_file))
+    assert res.exit_code == 0 and "every row is the same" in res.stdout, res.output
+
+    # One tick more than the cache holds: a clear error naming the server, tick 0 kept.
+    res = here(*args(url, 2, "more"), "--quiet")
+    assert res.exit_code == 1 and url in res.output and "not in the replay cache" in res.output, res.output
+    assert "Traceback" not in res.output
+    (more,) = (tmp_path / "more").iterdir()
+    assert next(sqlite_utils.Database(more / "run.db")["runs"].rows)["ticks_done"] >= 1

@@ -17,47 +17,16 @@ from conftest import step_run
 from scripted import ScriptedBackend
 
 from simulation.errors import InputError, RunError
+from simulation.rundb.diff import first_difference
 from simulation import Simulation
 
 TICKS = 30
-# Compared column by column, without run_id (each run has its own) and what measures wall time.
-COMPARED = {
-    "events": "select id, tick, sim_time, agent_id, place, kind, text, data from events order by id",
-    "memories": "select id, tick, sim_time, agent_id, kind, text, importance, evidence, last_accessed, depth "
-                "from memories order by id",
-    "embeddings": "select memory_id, vector from embeddings order by memory_id",
-    "retrievals": "select id, tick, agent_id, purpose, query, results from retrievals order by id",
-    "agent_states": "select tick, agent_id, place, status, action, destination, conversation_id "
-                    "from agent_states order by tick, agent_id",
-    "conversations": "select id, place, participants, started_tick, ended_tick, turns, end_reason "
-                     "from conversations order by id",
-    "utterances": "select id, conversation_id, tick, turn, speaker_id, text, llm_call_id from utterances order by id",
-    "llm_calls": "select id, tick, agent_id, purpose, attempt, seed, messages, json_schema, completion, parse_ok "
-                 "from llm_calls order by id",
-    "relationships": "select tick, agent_id, other_id, conversations, sentiment, view from relationships "
-                     "order by tick, agent_id, other_id",
-    "plans": "select id, tick, agent_id, items from plans order by id",
-    "schedules": "select id, tick, agent_id, level, parent, items from schedules order by id",
-    "ticks": "select tick, sim_time, llm_calls, prompt_tokens, completion_tokens, batches, deciding_agents "
-             "from ticks order by tick",
-    "probes": "select tick, agent_id, question, answer from probes order by id",
-}
-
-
-def tables(run_dir: Path) -> dict[str, list[tuple]]:
-    con = sqlite3.connect(run_dir / "run.db")
-    try:
-        return {name: con.execute(sql).fetchall() for name, sql in COMPARED.items()}
-    finally:
-        con.close()
 
 
 def assert_same_run(a: Path, b: Path) -> None:
-    ta, tb = tables(a), tables(b)
-    for name in COMPARED:
-        assert len(ta[name]) == len(tb[name]), f"{name}: {len(ta[name])} rows vs {len(tb[name])}"
-        for ra, rb in zip(ta[name], tb[name]):
-            assert ra == rb, f"{name} differs:\n{ra}\n{rb}"
+    """Every row of every table the same, without what measures the machine (``rundb.diff``)."""
+    difference = first_difference(b / "run.db", a / "run.db")
+    assert difference is None, str(difference)
 
 
 class FailingBackend(ScriptedBackend):

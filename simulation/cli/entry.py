@@ -1,6 +1,6 @@
 """The ``agora`` application: every command registered on one typer app, and the process entry point.
 
-Commands are plain functions in their own modules (``run``, ``validate``, ``evaluate``,
+Commands are plain functions in their own modules (``run``, ``verify``, ``validate``, ``evaluate``,
 ``personas``, ``rewards``, ``ui``, ``bench``); this module only names and orders them, so no command
 module imports another and none imports this one.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from simulation.cli import bench, evaluate, personas, rewards, run, ui, validate
+from simulation.cli import bench, evaluate, personas, rewards, run, ui, validate, verify
 
 __all__ = ["app", "main"]
 
@@ -24,6 +24,7 @@ app.command("validate")(validate.validate)
 app.command("schema")(validate.schema)
 app.command("run")(run.run)
 app.command("resume")(run.resume)
+app.command("verify")(verify.verify)
 app.command("ui")(ui.ui)
 app.command("eval")(evaluate.eval_)
 

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from simulation.errors import InputError, Problem
 from simulation.llm import registry
 from simulation.llm.backend import Backend
+from simulation.llm.lazy import LazyBackend
 from simulation.llm.settings import LLMSettings
 from simulation.paths import resolve_path
 
@@ -74,11 +75,21 @@ class BackendChoice:
         return Problem(self.option(setting), error["msg"])
 
 
-def build_backend(settings: LLMSettings, base_dir: Path) -> Backend:
+def build_backend(settings: LLMSettings, base_dir: Path, recorded_model: str | None = None) -> Backend:
     """The backend ``settings`` describe, behind the replay cache unless ``cache: off``.
 
-    Relative model paths are taken from ``base_dir`` (the scenario's folder)."""
-    backend = registry.lookup(settings.backend, "llm.backend").build(settings, base_dir)
+    Relative model paths are taken from ``base_dir`` (the scenario's folder). With ``cache: use``
+    the backend starts on the first request the cache cannot answer (``LazyBackend``), so a
+    replay needs no server, GPU or model file; its model id, which keys the cache, comes from
+    the backend class without starting it, else from ``recorded_model`` (what the run being
+    resumed or verified recorded), else the backend is started now to find out."""
+    entry = registry.lookup(settings.backend, "llm.backend")
+    if settings.cache == "use":
+        model_id = entry.replay_id(settings, base_dir) or recorded_model
+        backend: Backend = (LazyBackend(entry.name, model_id, lambda: entry.build(settings, base_dir))
+                            if model_id is not None else entry.build(settings, base_dir))
+    else:
+        backend = entry.build(settings, base_dir)
     if settings.cache == "off":
         return backend
     from simulation.llm.cache import CachedBackend, ReplayCache, default_cache_path

@@ -117,6 +117,16 @@ class LlamaCppBackend:
             raise InputError(Problem("llm.model", f"model file not found: {model}"))
         return cls(model, settings.context_tokens, settings.threads)
 
+    @classmethod
+    def replay_id(cls, settings: LlamaCppSettings, base_dir: Path) -> str | None:
+        """The model id answers are cached under, without loading the model (its file's
+        fingerprint); None when the file is not on this machine."""
+        try:
+            path = resolve_path(settings.model, base_dir) if settings.model else bundled_model_path()
+            return model_fingerprint(path) if path.is_file() else None
+        except (RunError, OSError):
+            return None
+
     def __init__(
         self,
         model: str | Path | None = None,

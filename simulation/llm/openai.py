@@ -75,14 +75,21 @@ class OpenAIBackend:
     @classmethod
     def from_settings(cls, settings: OpenAISettings, base_dir: Path) -> OpenAIBackend:
         """The backend an ``llm:`` block describes (``base_dir`` is unused: servers have no paths)."""
-        if not settings.base_urls:
-            raise InputError(Problem("llm.base_urls", "the openai backend needs a server: give --base-url URL "
-                                     "(e.g. http://127.0.0.1:8000/v1) or llm.base_urls in the scenario"))
+        cls.replay_id(settings, base_dir)
         return cls(
             settings.base_urls, settings.model, api_key=api_key_from_env(settings.api_key_env),
             concurrency=settings.concurrency, timeout_s=settings.timeout_s, max_retries=settings.max_retries,
             patience_s=settings.patience_s, structured_output=settings.structured_output,
         )
+
+    @classmethod
+    def replay_id(cls, settings: OpenAISettings, base_dir: Path) -> str | None:
+        """The model id answers are cached under, without asking a server: the model named in the
+        settings; None when only the servers can say (no model given)."""
+        if not settings.base_urls:
+            raise InputError(Problem("llm.base_urls", "the openai backend needs a server: give --base-url URL "
+                                     "(e.g. http://127.0.0.1:8000/v1) or llm.base_urls in the scenario"))
+        return settings.model
 
     def __init__(
         self,

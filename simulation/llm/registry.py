@@ -37,6 +37,12 @@ class BuildsFromSettings(Protocol):
     @classmethod
     def from_settings(cls, settings: Any, base_dir: Path) -> Backend: ...
 
+    @classmethod
+    def replay_id(cls, settings: Any, base_dir: Path) -> str | None:
+        """The model id the backend will have, found without starting it (None: only starting can
+        tell); raises InputError for settings it could never start from."""
+        ...
+
 
 @dataclass(frozen=True)
 class BackendEntry:
@@ -54,6 +60,10 @@ class BackendEntry:
     def build(self, settings: LLMSettings, base_dir: Path) -> Backend:
         """The backend ``settings`` describe; relative paths in them are taken from ``base_dir``."""
         return self.backend_class().from_settings(settings, base_dir)
+
+    def replay_id(self, settings: LLMSettings, base_dir: Path) -> str | None:
+        """The model id a backend built from ``settings`` will have, without building it."""
+        return self.backend_class().replay_id(settings, base_dir)
 
 
 BACKENDS: dict[str, BackendEntry] = {entry.name: entry for entry in (

@@ -56,13 +56,19 @@ class VLLMBackend:
     @classmethod
     def from_settings(cls, settings: VLLMSettings, base_dir: Path) -> VLLMBackend:
         """The backend an ``llm:`` block describes: a model folder relative to ``base_dir``, else a Hub id."""
+        return cls(cls.replay_id(settings, base_dir), context_tokens=settings.context_tokens,
+                   tensor_parallel_size=settings.tensor_parallel_size,
+                   gpu_memory_utilization=settings.gpu_memory_utilization)
+
+    @classmethod
+    def replay_id(cls, settings: VLLMSettings, base_dir: Path) -> str:
+        """The model id answers are cached under, known without vLLM: the model folder's path
+        when it is here, else the name as given (a Hub id, or a folder on the machine that ran)."""
         if settings.model is None:
             raise InputError(Problem("llm.model", "the vllm backend needs a model: a Hugging Face folder or id "
                                      "(--model or llm.model)"))
         local = resolve_path(settings.model, base_dir)
-        model = str(local) if local.exists() else settings.model
-        return cls(model, context_tokens=settings.context_tokens, tensor_parallel_size=settings.tensor_parallel_size,
-                   gpu_memory_utilization=settings.gpu_memory_utilization)
+        return str(local) if local.exists() else settings.model
 
     def __init__(
         self,

@@ -1,0 +1,104 @@
+"""Are two run.db files the same run? Every row of every table, compared without what measures the machine.
+
+A run is deterministic (same scenario, seed, model and replay cache give the same rows), so two
+run.db files of the same run differ only in what cannot be the same: their run ids, wall-clock
+times and latencies, whether an answer came from the backend or the cache, and when things were
+written. Everything else must match, table by table; ``first_difference`` says where it does not.
+Used by ``agora verify`` and by the tests of determinism and resume.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SKIPPED_TABLES", "VOLATILE", "Difference", "comparable_columns", "first_difference", "table_rows"]
+
+VOLATILE: dict[str, frozenset[str]] = {
+    "*": frozenset({"run_id"}),
+    "runs": frozenset({"scenario_path", "ticks_planned", "status", "message", "started_at", "finished_at",
+                       "agora_version"}),
+    "ticks": frozenset({"wall_s", "llm_s", "cache_hits"}),
+    "llm_calls": frozenset({"cache_hit", "latency_s"}),
+    "inbox": frozenset({"created_at", "delivered_at"}),
+    "behaviour": frozenset({"computed_at"}),
+}
+"""Columns that measure the machine or the moment, not the run (``*``: every table)."""
+
+SKIPPED_TABLES = frozenset({"resume_state"})
+"""Bookkeeping of how a run was stepped (its checkpoint, how often it was resumed), not what happened."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Where two runs first part: a table, which row, which column, and both values."""
+
+    table: str
+    row: int
+    """Index of the row in the table's order (by its compared columns)."""
+    column: str | None
+    """None when the tables differ in their number of rows or one lacks the table."""
+    ours: Any
+    theirs: Any
+
+    def __str__(self) -> str:
+        if self.column is None:
+            return f"table {self.table}: {_shown(self.ours)} vs {_shown(self.theirs)}"
+        return (f"table {self.table}, row {self.row + 1}, column {self.column}: "
+                f"{_shown(self.ours)} vs {_shown(self.theirs)}")
+
+
+def _shown(value: Any, limit: int = 160) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _tables(con: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in con.execute("select name from sqlite_master where type = 'table' "
+                                      "and name not like 'sqlite_%' order by name")]
+
+
+def comparable_columns(con: sqlite3.Connection, table: str) -> list[str]:
+    """The columns of ``table`` that must match between two runs of the same run."""
+    volatile = VOLATILE["*"] | VOLATILE.get(table, frozenset())
+    return [r[1] for r in con.execute(f"pragma table_info([{table}])") if r[1] not in volatile]
+
+
+def table_rows(con: sqlite3.Connection, table: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    """The rows of ``table`` as tuples of ``columns``, in a stable order: by ``id`` where the table
+    has one (ids are deterministic), else by all the columns."""
+    cols = ", ".join(f"[{c}]" for c in columns)
+    order = "[id]" if "id" in columns else ", ".join(str(i + 1) for i in range(len(columns)))
+    return con.execute(f"select {cols} from [{table}] order by {order}").fetchall()
+
+
+def first_difference(ours: Path, theirs: Path, tables: list[str] | None = None) -> Difference | None:
+    """The first place where run.db ``ours`` and ``theirs`` differ, or None when they are the same run.
+
+    ``tables``: only these (default: every table either file has, less ``SKIPPED_TABLES``)."""
+    a, b = sqlite3.connect(f"file:{ours}?mode=ro", uri=True), sqlite3.connect(f"file:{theirs}?mode=ro", uri=True)
+    try:
+        names = tables or sorted((set(_tables(a)) | set(_tables(b))) - SKIPPED_TABLES)
+        for table in names:
+            have_a, have_b = table in _tables(a), table in _tables(b)
+            if not (have_a and have_b):
+                return Difference(table, 0, None, "present" if have_a else "missing",
+                                  "present" if have_b else "missing")
+            columns = comparable_columns(a, table)
+            other = comparable_columns(b, table)
+            if columns != other:
+                return Difference(table, 0, None, f"columns {columns}", f"columns {other}")
+            rows_a, rows_b = table_rows(a, table, columns), table_rows(b, table, columns)
+            for i, (ra, rb) in enumerate(zip(rows_a, rows_b)):
+                if ra != rb:
+                    j = next(k for k in range(len(columns)) if ra[k] != rb[k])
+                    return Difference(table, i, columns[j], ra[j], rb[j])
+            if len(rows_a) != len(rows_b):
+                return Difference(table, min(len(rows_a), len(rows_b)), None, f"{len(rows_a)} rows",
+                                  f"{len(rows_b)} rows")
+        return None
+    finally:
+        a.close()
+        b.close()
