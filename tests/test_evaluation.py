@@ -498,12 +498,12 @@ def test_eval_of_a_broken_run_db_exits_2(tmp_path: Path, monkeypatch: pytest.Mon
 
 @pytest.mark.slow
 def test_bundled_model_end_to_end(tmp_path: Path) -> None:
-    """Two personas, five IPIP items each, on the bundled SmolLM2-135M, through the real command."""
+    """Two personas, three IPIP items each, on the bundled SmolLM2-135M, through the real command."""
     out = tmp_path / "real"
     env = {k: v for k, v in os.environ.items() if k not in ("AGORA_DEBUG", "FORCE_COLOR")} | {"NO_COLOR": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "simulation.cli", "eval", str(ISABELLA), str(WALTER), "--suite", "bigfive",
-         "--items", "5", "--out", str(out), "--cache", "off", "--quiet"],
+         "--items", "3", "--out", str(out), "--cache", "off", "--quiet"],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=840)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(out)
@@ -516,7 +516,7 @@ def test_bundled_model_end_to_end(tmp_path: Path) -> None:
     calls, ok = con.execute("select count(*), sum(parse_ok) from llm_calls").fetchone()
     options, completion = con.execute("select options, completion from llm_calls limit 1").fetchone()
     con.close()
-    assert calls >= 10 and ok >= 1
+    assert calls >= 6 and ok >= 1
     # each item is rated by the model's probabilities over the five answers, not a sampled digit
     assert json.loads(options) == ["1", "2", "3", "4", "5"]
     from simulation.llm.scoring import ScoredOptions

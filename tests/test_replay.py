@@ -88,7 +88,7 @@ def test_a_backend_that_cannot_start_on_a_miss_says_why_it_was_needed():
     lazy = LazyBackend("openai", "smollm2", refuse)
     from simulation.llm.types import LLMRequest
 
-    with pytest.raises(RunError, match=r"1 request\(s\) are not in the replay cache.*127\.0\.0\.1:9"):
+    with pytest.raises(RunError, match=r"openai backend cannot start: cannot reach.*127\.0\.0\.1:9.*replay cache"):
         lazy.generate([LLMRequest(messages=[{"role": "user", "content": "hi"}])])
 
 
@@ -143,7 +143,7 @@ def test_a_vllm_run_replays_on_a_machine_without_vllm(flagship, tmp_path):
     # Ticks the cache never saw: the first miss needs vLLM, which is not here. A clear error, and
     # every tick the cache could answer is kept (the four, and a quiet fifth that asked nothing).
     res = invoke(*args, "--ticks", "8", "--out", str(tmp_path / "more"))
-    assert res.exit_code == 1 and "not in the replay cache" in res.output and "needs vLLM" in res.output
+    assert res.exit_code == 1 and "cannot start" in res.output and "needs vLLM" in res.output
     assert "Traceback" not in res.output and "continue with: agora resume" in res.output
     (more,) = (tmp_path / "more").iterdir()
     db = sqlite3.connect(more / "run.db")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from conftest import FLAGSHIP, MINIMAL, ROOT
+from conftest import FLAGSHIP, MINIMAL, ROOT, SMALL
 
 AGORA = [sys.executable, "-m", "simulation.cli"]
 
@@ -48,10 +48,19 @@ def _events(db):
 
 
 @pytest.mark.slow
-def test_rerun_with_the_replay_cache_makes_no_backend_call_and_replays_exactly(real_run, cache_dir, tmp_path):
+def test_rerun_with_the_replay_cache_makes_no_backend_call_and_replays_exactly(real_run, cache_dir, tmp_path,
+                                                                            monkeypatch):
+    """The same command again, in this process (a second `agora` process would spend ten seconds
+    importing the embedder to replay what the cache holds)."""
+    from typer.testing import CliRunner
+
+    from simulation.cli.entry import app
+
     _, _, first = real_run
-    proc = agora("run", str(MINIMAL), "--ticks", str(REAL_TICKS), "--out", str(tmp_path), cache_dir=cache_dir)
-    assert proc.returncode == 0, proc.stderr
+    monkeypatch.setenv("AGORA_CACHE_DIR", str(cache_dir))
+    proc = CliRunner().invoke(app, ["run", str(MINIMAL), "--ticks", str(REAL_TICKS), "--out", str(tmp_path)],
+                              terminal_width=200)
+    assert proc.exit_code == 0, proc.output
     again = sqlite_utils.Database(Path(proc.stdout.strip().splitlines()[-1]) / "run.db")
     calls = again["llm_calls"].count
     assert calls == first["llm_calls"].count
@@ -156,38 +165,42 @@ def test_same_seed_same_run_on_the_real_model(real_run, tmp_path):
     assert answers(second) == answers(first)
 
 
-@pytest.mark.slow
 def test_ctrl_c_stops_between_ticks_and_keeps_what_was_committed(tmp_path):
-    """On the real model and the two-person scenario, whose first tick takes 30 s on an idle 2-core
-    machine where the flagship's takes 100 s."""
+    """The small flagship against the scripted answers served over HTTP (the openai backend): what
+    is tested is the stop, and the real model's first tick alone would take 30 s (real_run above
+    runs the real model as a process)."""
     import signal
     import time
 
+    from llm_servers import FaultServer, scripted_answer
+
     out = tmp_path / "runs"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([*AGORA, "run", str(MINIMAL), "--ticks", "100", "--out", str(out), "--cache", "off"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        deadline = time.monotonic() + 900
-        db_path = None
-        while time.monotonic() < deadline:
-            found = list(out.glob("*/run.db"))
-            if found:
-                db_path = found[0]
-                try:
-                    if sqlite_utils.Database(db_path)["ticks"].count >= 1:
-                        break
-                except Exception:
-                    pass
-            time.sleep(0.5)
-        assert db_path is not None, "the run started"
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        stdout, stderr = proc.communicate(timeout=120)
-        waited = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    with FaultServer(answer=scripted_answer) as server:
+        proc = subprocess.Popen([*AGORA, "run", str(SMALL), "--ticks", "100", "--out", str(out), "--cache", "off",
+                                 "--backend", "openai", "--base-url", server.url, "--model", "scripted"], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 900
+            db_path = None
+            while time.monotonic() < deadline:
+                found = list(out.glob("*/run.db"))
+                if found:
+                    db_path = found[0]
+                    try:
+                        if sqlite_utils.Database(db_path)["ticks"].count >= 1:
+                            break
+                    except Exception:
+                        pass
+                time.sleep(0.2)
+            assert db_path is not None, "the run started"
+            proc.send_signal(signal.SIGINT)
+            sent = time.monotonic()
+            stdout, stderr = proc.communicate(timeout=120)
+            waited = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "saved in" in stderr and "Traceback" not in stderr
     db = sqlite_utils.Database(db_path)

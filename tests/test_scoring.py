@@ -125,8 +125,9 @@ def test_the_bundled_model_rates_a_fire_above_a_breakfast_deterministically(llam
     mundane = ["Isabella ate breakfast.", "Isabella brushed her teeth.", "Isabella made the bed."]
     memories = poignant + mundane
     first = [ScoredOptions.from_text(o.text, 10) for o in llama.generate([ask(m) for m in memories])]
-    again = [ScoredOptions.from_text(o.text, 10) for o in llama.generate([ask(m) for m in reversed(memories)])][::-1]
-    assert first == again
+    shuffled = [4, 0, 3]  # asked again, alone and in another order
+    again = [ScoredOptions.from_text(llama.generate([ask(memories[i])])[0].text, 10) for i in shuffled]
+    assert [first[i] for i in shuffled] == again
     assert all(s.exact and all(v is not None for v in s.logprobs) for s in first)
     rated = [expected(VALUES, s.probabilities()) for s in first]
     print(" ".join(f"{r:.2f}" for r in rated))

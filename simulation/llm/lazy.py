@@ -43,8 +43,8 @@ class LazyBackend:
             try:
                 inner = self._start()
             except (RunError, InputError) as exc:
-                raise RunError(f"{misses} request(s) are not in the replay cache, and the {self.name} backend "
-                               f"cannot start to answer them: {exc}") from None
+                raise RunError(f"the {self.name} backend cannot start: {exc} (it starts at the first request "
+                               f"the replay cache cannot answer; {misses} here)") from None
             if inner.model_id != self.model_id:
                 inner.close()
                 raise RunError(f"the {self.name} backend now serves model {inner.model_id!r}, not "
