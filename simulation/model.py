@@ -97,6 +97,7 @@ class TownModel(mesa.Model):
         for rp in loaded.people:
             PersonaAgent(self, AgentState(
                 id=rp.persona.id, persona=rp.persona, home=rp.home, workplace=rp.workplace, place=rp.start_place,
+                crowd=rp.crowd,
                 system_prompt=prompts.render("system.j2", p=rp.persona, home=f"{self.town.name(rp.home)} ({rp.home})",
                                              places=places),
             ))

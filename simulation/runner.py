@@ -106,7 +106,7 @@ def create_run(
     for rp in loaded.people:
         p = rp.persona
         static.add("agents", {"agent_id": p.id, "name": p.name, "age": p.age, "occupation": p.occupation,
-                              "home": rp.home, "start_place": rp.start_place, "source": rp.source,
+                              "home": rp.home, "start_place": rp.start_place, "source": rp.source, "crowd": int(rp.crowd),
                               "persona": dumps(p.model_dump(mode="json"))})
     layout = model.town.layout()
     for place in sc.town.places:

@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -32,7 +32,7 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     ),
     "agents": (
         {"run_id": str, "agent_id": str, "name": str, "age": int, "occupation": str, "home": str,
-         "start_place": str, "source": str, "persona": str},
+         "start_place": str, "source": str, "persona": str, "crowd": int},
         ("run_id", "agent_id"),
     ),
     "places": (

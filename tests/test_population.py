@@ -305,3 +305,17 @@ def test_sample_command_backstories_from_the_llm(tmp_path: Path, monkeypatch: py
     calls = [json.loads(line) for line in (out / "backstory_calls.jsonl").read_text().splitlines()]
     assert len(calls) == 4 and all(c["parse_ok"] and c["request"]["purpose"] == "backstory" for c in calls)
     assert double.closed
+
+
+def test_a_sampled_population_can_be_the_background_crowd() -> None:
+    text = (DATA / "scenario_population.yaml").read_text()
+    assert "\npopulation:\n" in text
+    variant = DATA / ".crowd-variant.yaml"  # beside the original: its spec path is relative
+    variant.write_text(text.replace("\npopulation:\n", "\npopulation:\n  crowd: true\n"))
+    try:
+        loaded = load(variant)
+    finally:
+        variant.unlink()
+    sampled = {rp.persona.id for rp in loaded.people if "sampled" in rp.source}
+    assert len(sampled) == 12
+    assert {rp.persona.id for rp in loaded.people if rp.crowd} == sampled

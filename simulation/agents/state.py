@@ -36,6 +36,8 @@ class AgentState(BaseModel):
     home: str = Field(exclude=True)
     workplace: str | None = Field(None, exclude=True)
     system_prompt: str = Field("", exclude=True)
+    crowd: bool = Field(False, exclude=True)
+    """Background crowd: follows the routine, asks the LLM only when something reaches them."""
 
     # where and what
     place: str

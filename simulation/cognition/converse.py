@@ -107,6 +107,23 @@ async def choose_move(me: AgentState, mind: Mind, conv: Conversation, menu: list
     return shown[pick]
 
 
+CROWD_PREFERENCE = (Aim.END, Aim.ANSWER, Aim.SHARE, Aim.GREET, Aim.REPLY)
+"""The background crowd's move, asked of nobody: a goodbye once one is allowed, else an answer to
+a question, the news they carry, a greeting back, a reply. Whether to accept an invitation is
+still the person's choice (asked)."""
+
+
+def crowd_move(menu: list[Move]) -> Move | None:
+    """The move a background-crowd member makes without asking, or None when it must be asked."""
+    if any(m.aim in (Aim.ACCEPT, Aim.DECLINE) for m in menu) and len(menu) > 1:
+        return None
+    for aim in CROWD_PREFERENCE:
+        found = next((m for m in menu if m.aim == aim), None)
+        if found is not None:
+            return found
+    return menu[0]
+
+
 async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[Move, UtteranceAnswer, int | None]:
     """What ``me`` says next: the move chosen from ``aims.aim_menu``, then the words for it (and the
     llm_calls id that wrote them). When the model's words are unusable the line is a goodbye and
@@ -118,7 +135,8 @@ async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[Move, U
     tie = mind.tie(me.id, other.id)
     base = {**ctx, "other_first": other.first_name, "relationship": tie.view if tie else "",
             "dialogue": _moves(mind, conv)}
-    move = await choose_move(me, mind, conv, aim_menu(me, mind, conv), base)
+    menu = aim_menu(me, mind, conv)
+    move = (me.crowd and crowd_move(menu)) or await choose_move(me, mind, conv, menu, base)
     msgs = prompts.messages(me.system_prompt, "utterance.j2", **base,
                             doing_now=instruction(move, me.first_name, other.first_name),
                             example=UtteranceAnswer(say=clip(example_line(
@@ -139,19 +157,26 @@ def gist(mind: Mind, conv: Conversation, limit: int = 200) -> str:
 
 
 async def recap(me: AgentState, mind: Mind, conv: Conversation) -> None:
-    """After a conversation: store its summary, rate it (and its utterances), update the relationship."""
+    """After a conversation: store its summary, rate it (and its utterances), update the relationship.
+    The background crowd keeps the gist and its view as it was, asking nothing."""
     other = mind.person(conv.partner(me.id))
     tie = mind.tie(me.id, other.id)
     feeling = round((tie.sentiment if tie else 0.0) * 5)
     default = RecapAnswer(summary=gist(mind, conv), view=(clip(tie.view, 160) if tie and tie.view else
                           f"{me.first_name} has talked with {other.first_name}."), feeling=feeling, importance=3)
+    if me.crowd:
+        _keep_recap(me, mind, conv, other, default)
+        return
     msgs = prompts.messages(
         me.system_prompt, "recap.j2", **situation(me, mind), other_first=other.first_name,
         other_name=other.persona.name, conv_place=mind.place_name(conv.place), relationship=tie.view if tie else "",
         dialogue=_dialogue(mind, conv, None), example=default.model_dump_json(),
     )
     answer = await mind.ask(me, msgs, RecapAnswer, default=default, purpose=Purpose.RECAP, max_tokens=140)
-    value = answer.value
+    _keep_recap(me, mind, conv, other, answer.value)
+
+
+def _keep_recap(me: AgentState, mind: Mind, conv: Conversation, other: AgentState, value: RecapAnswer) -> None:
     mind.remember(me.id, MemoryKind.CONVERSATION, f"Talked with {other.persona.name} at "
                   f"{mind.place_name(conv.place)}: {value.summary.strip()}",
                   Provenance(Source.RECAPPED, from_agent=other.id, conversation_id=conv.id, quote=value.summary),

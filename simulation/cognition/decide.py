@@ -1,6 +1,7 @@
 """Deciding: what a person who thinks this tick does next.
 
-On waking, the day's plan (chosen from a menu, ``plan.daily_plan``); on noticing something
+On waking, the day's plan (chosen from a menu, ``plan.daily_plan``; the background crowd's is
+their usual day, asked of nobody: ``plan.usual_day``); on noticing something
 (``me.focus``), a reaction — carry on, do something else now (which drops what was queued
 for the hour), or start a conversation; and with nothing queued for the hour, the hour's
 activity (no question). People who chose to talk open their
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from simulation.cognition.phase import Phase
-from simulation.cognition.plan import daily_plan, plan_steps
+from simulation.cognition.plan import daily_plan, plan_steps, usual_day
 from simulation.cognition.react import REACT, TALK, react
 from simulation.core import Status
 
@@ -35,7 +36,10 @@ class Decide(Phase):
 
     async def run(self, me: AgentState, mind: Mind) -> None:
         if me.status == Status.WAKING:
-            await daily_plan(me, mind)
+            if me.crowd:
+                usual_day(me, mind)
+            else:
+                await daily_plan(me, mind)
             me.status = Status.IDLE
         focus = me.focus
         if focus is not None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
 from simulation.cognition.phase import Phase
-from simulation.core import Purpose, Status
+from simulation.core import Purpose, Source, Status
 from simulation.memory.stream import UNRATED_IMPORTANCE, MemoryNode
 
 if TYPE_CHECKING:
@@ -35,6 +35,15 @@ if TYPE_CHECKING:
 SCALE = tuple(str(i) for i in range(1, 11))
 RATE_AT = 4
 RATE_WITHIN = timedelta(minutes=60)
+CROWD_IMPORTANCE = 2.0
+"""What the background crowd's everyday memories (people seen, their own doings) weigh, asked of
+nobody; only what reached them (an event where they were, a whisper, a fact) is asked about."""
+
+
+def reached(node: MemoryNode) -> bool:
+    """Whether a memory is something that reached its owner (worth a question for the crowd)."""
+    p = node.provenance
+    return p is not None and (p.event_id is not None or p.fact is not None or p.source == Source.WHISPERED)
 
 
 def rating_due(me: AgentState, mind: Mind) -> bool:
@@ -76,8 +85,14 @@ async def _rate(me: AgentState, mind: Mind, node: MemoryNode) -> None:
 
 
 async def rate_unrated(me: AgentState, mind: Mind) -> None:
-    """Rate every memory of ``me`` still waiting for its importance."""
-    await asyncio.gather(*(_rate(me, mind, node) for node in list(mind.memories(me.id).unrated)))
+    """Rate every memory of ``me`` still waiting for its importance (the crowd's everyday ones
+    get ``CROWD_IMPORTANCE`` without a question)."""
+    todo = list(mind.memories(me.id).unrated)
+    if me.crowd:
+        for node in [n for n in todo if not reached(n)]:
+            mind.rate(node, CROWD_IMPORTANCE)
+        todo = [n for n in todo if reached(n)]
+    await asyncio.gather(*(_rate(me, mind, node) for node in todo))
 
 
 class RateImportance(Phase):

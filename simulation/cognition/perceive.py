@@ -60,11 +60,12 @@ def can_talk(me: AgentState, other: AgentState, mind: Mind) -> bool:
 
 
 def focus(me: AgentState, mind: Mind) -> Focus | None:
-    """What a free person reacts to this tick: a new place event, someone free to talk."""
+    """What a free person reacts to this tick: a new place event, someone free to talk. The
+    background crowd reacts to events only: they talk when someone talks to them."""
     if not me.free:
         return None
     event = me.perceived.events[0] if me.perceived.events else None
-    other = next((o for o in me.perceived.people if can_talk(me, mind.person(o), mind)), None)
+    other = None if me.crowd else next((o for o in me.perceived.people if can_talk(me, mind.person(o), mind)), None)
     return Focus(event, other) if event or other else None
 
 

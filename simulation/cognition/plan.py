@@ -114,6 +114,24 @@ async def daily_plan(me: AgentState, mind: Mind) -> list[PlanItem]:
     return items
 
 
+def usual_day(me: AgentState, mind: Mind) -> list[PlanItem]:
+    """A background-crowd member's day, asked of nobody: the usual day, with the happenings they
+    accepted an invitation to in it (``day_with_changes``), recorded like a chosen plan."""
+    now = mind.now
+    usual = routine_plan(me, now.hour, mind.hub) or [PlanItem(hour=now.hour, activity="resting", place=me.home)]
+    going = [(h.start.hour, option) for h in me.going if h.start.date() == now.date()
+             for option in day_menu(me, mind, [], now.date()) if option.until is not None
+             and option.place == h.place and option.hour == h.start.hour]
+    items = day_with_changes(usual, going, bed_hour(me))
+    me.plan, me.plan_day, me.plan_call = items, now.date(), None
+    me.hours, me.steps, me.steps_key = {}, [], None
+    text = "; ".join(f"{i.hour:02d}:00 {i.activity} at {mind.place_name(i.place)}" for i in items)
+    mind.remember(me.id, MemoryKind.PLAN, f"Plan for {now:%A}: {text}", Provenance(Source.PLANNED),
+                  importance=USUAL_IMPORTANCE)
+    mind.record_plan(me, items, True)
+    return items
+
+
 def day_with_changes(usual: list[PlanItem], choices: list[tuple[int, Option]], bed: int) -> list[PlanItem]:
     """The usual day with the chosen changes in it. A habit chosen stays at its own hour (it is
     there already). Something that happens at a set time (a happening) goes in at its hour and

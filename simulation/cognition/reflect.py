@@ -103,12 +103,12 @@ async def reflect(me: AgentState, mind: Mind) -> list[MemoryNode]:
 
 class Reflect(Phase):
     """Everyone who thought or talked this tick and whose new memories' importance reached the
-    scenario's ``memory.reflection_threshold``."""
+    scenario's ``memory.reflection_threshold`` (not the background crowd)."""
 
     name = "reflect"
 
     def due(self, me: AgentState, mind: Mind) -> bool:
-        return (me.id in mind.notes.thinking
+        return (not me.crowd and me.id in mind.notes.thinking
                 and mind.memories(me.id).since_reflection >= mind.settings.reflection_threshold)
 
     async def run(self, me: AgentState, mind: Mind) -> None:

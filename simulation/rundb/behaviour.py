@@ -26,7 +26,8 @@ plans
   ``plans.in_order_share``  plans whose hours the model wrote in increasing order
   ``plans.activities_per_agent_day``  distinct actions started, per person per game day
 llm
-  ``llm.calls_per_agent_hour``, ``llm.tokens_per_agent_hour``, ``llm.parse_failure_share`` (of calls),
+  ``llm.calls_per_agent_hour`` (and ``.crowd`` / ``.named`` in a town with a background crowd),
+  ``llm.tokens_per_agent_hour``, ``llm.parse_failure_share`` (of calls),
   ``llm.fallback_share`` (of questions: answers replaced by the safe default) and
   ``llm.fallback_share.<purpose>``, ``llm.sampled_rating_share`` (ratings the backend could not
   score from its probabilities, so one option was sampled)
@@ -278,7 +279,27 @@ def _llm(con: Any, run_id: str, n: int, hours: float) -> Metrics:
         rated = unscored = 0
     if rated:
         out["llm.sampled_rating_share"] = _ratio(unscored or 0, rated)
+    out.update(_calls_by_kind(con, run_id, hours))
     return out
+
+
+def _calls_by_kind(con: Any, run_id: str, hours: float) -> Metrics:
+    """Calls per person per game hour for the background crowd and the named people apart, in runs
+    that have a crowd (``agents.crowd``, run.db schema 7); probes excluded as above."""
+    try:
+        kinds = dict(con.execute("select agent_id, crowd from agents where run_id = ?", [run_id]).fetchall())
+    except Exception:  # before schema 7
+        return {}
+    crowd = {a for a, c in kinds.items() if c}
+    if not crowd or not hours:
+        return {}
+    calls: Counter[bool] = Counter()
+    for agent_id, count in con.execute("select agent_id, count(*) from llm_calls where run_id = ? "
+                                       "and purpose not like 'probe%' group by agent_id", [run_id]):
+        calls[agent_id in crowd] += count
+    named = len(kinds) - len(crowd)
+    return {"llm.calls_per_agent_hour.crowd": _ratio(calls[True], len(crowd) * hours),
+            "llm.calls_per_agent_hour.named": _ratio(calls[False], named * hours) if named else None}
 
 
 # ---------------------------------------------------------------------- facts and probes

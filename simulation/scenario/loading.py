@@ -68,7 +68,8 @@ def load(path: Path | str) -> LoadedScenario:
             persona = persona.model_copy(update={"routine": persona.routine.model_copy(update={"day": day})})
         people.append(
             ResolvedPersona(persona=persona, home=entry.home, start_place=entry.start_place or entry.home,
-                            workplace=entry.workplace, source=source, habits_left_out=left_out)
+                            workplace=entry.workplace, source=source, habits_left_out=left_out,
+                            crowd=entry.crowd)
         )
     if problems:
         raise InputError(problems)

@@ -29,6 +29,7 @@ class PopulationEntry(StrictModel):
     start: Literal["home", "workplace"] = Field(
         "home", description="where sampled people are on the first tick (workplace falls back to home)"
     )
+    crowd: bool = Field(False, description="background crowd: follows the routine and asks the LLM only when something reaches them (someone talks to them, an event where they are); docs/cognition.md")
 
 
 class PersonaEntry(StrictModel):
@@ -39,6 +40,7 @@ class PersonaEntry(StrictModel):
     home: Identifier = Field(description="place id of this person's home")
     start_place: Identifier | None = Field(None, description="where they are at the start (default: home)")
     workplace: Identifier | None = Field(None, description="place id where they usually spend the working day")
+    crowd: bool = Field(False, description="background crowd: follows the routine and asks the LLM only when something reaches them (someone talks to them, an event where they are); docs/cognition.md")
 
     @model_validator(mode="after")
     def _one_source(self) -> PersonaEntry:

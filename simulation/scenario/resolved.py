@@ -22,6 +22,8 @@ class ResolvedPersona(BaseModel):
     workplace: str | None = None
     source: str
     habits_left_out: list[str] = []
+    crowd: bool = False
+    """Background crowd: the routine, and the LLM only when something reaches them (docs/cognition.md)."""
     """Habits of a persona file at places this town lacks (or 'work' without a workplace): not
     part of this run's usual day."""
 
