@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -73,7 +73,8 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
         "id",
     ),
     "embeddings": (
-        # float32 vector of each memory (what the FAISS index holds), so resume rebuilds it exactly
+        # the float16 vector of each distinct text, under the first memory that had it (schema 8;
+        # float32 of every memory before): what the FAISS index holds, so resume rebuilds it exactly
         {"run_id": str, "memory_id": int, "vector": bytes},
         ("run_id", "memory_id"),
     ),

@@ -59,13 +59,17 @@ def test_every_memory_has_its_vector_and_current_state_in_run_db(scripted_run):
     rows = {r["id"]: r for r in db.query("select * from memories")}
     assert set(rows) == set(live.nodes)
     vectors = {r["memory_id"]: r["vector"] for r in db.query("select * from embeddings")}
-    assert set(vectors) == set(rows), "every committed memory has its embedding"
+    first = {}
+    for node_id in sorted(rows):
+        first.setdefault(rows[node_id]["text"], node_id)
+    assert set(vectors) == set(first.values()), "each distinct text's vector once, under its first memory"
+    assert len(vectors) < len(rows), "texts repeat (people seen doing the same thing)"
     for node_id, node in live.nodes.items():
         row = rows[node_id]
         assert row["importance"] == node.importance
         assert row["last_accessed"] == node.last_accessed.strftime("%Y-%m-%d %H:%M")
         assert row["depth"] == node.depth
-        stored = np.frombuffer(vectors[node_id], dtype=np.float32)
+        stored = np.frombuffer(vectors[first[row["text"]]], dtype=np.float16).astype(np.float32)
         assert np.array_equal(stored, live.index.vectors(np.array([node.row]))[0])
     touched = [r for r in rows.values() if r["last_accessed"] > r["sim_time"]]
     assert touched, "retrieved memories have a later last access than their creation"
@@ -147,3 +151,15 @@ def test_rebuild_re_embeds_memories_whose_vectors_are_missing(scripted_run, embe
     live = scripted_run.model.memory
     rows = np.array([n.row for n in sorted(live.nodes.values(), key=lambda n: n.id)])
     assert np.allclose(rebuilt.index.vectors(rows), live.index.vectors(rows), atol=1e-5)
+
+
+def test_stored_vectors_are_float16_and_older_float32_rows_still_read():
+    from simulation.memory.town import stored_precision, stored_vector
+
+    v = np.random.default_rng(1).standard_normal(384).astype(np.float32)
+    v /= np.linalg.norm(v)
+    rounded = stored_precision(v[None])[0]
+    assert np.array_equal(stored_vector(v.astype(np.float16).tobytes(), 384), rounded)
+    assert np.array_equal(stored_vector(v.tobytes(), 384), v), "run.db files before schema 8 kept float32"
+    assert np.array_equal(stored_precision(rounded[None])[0], rounded), "rounding twice changes nothing"
+    assert abs(float(rounded @ v) - 1.0) < 1e-3

@@ -83,6 +83,11 @@ class Embedder:
                 self.dim = int(size() or DIM)
         return self._model
 
+    def dimension(self) -> int:
+        """The model's vector size (loads the model)."""
+        self._load()
+        return self.dim
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors (len(texts) x dim) for ``texts``; one model call for all the uncached ones."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
