@@ -369,9 +369,16 @@ def density(frame: pd.DataFrame, source: str) -> go.Figure:
     return fig
 
 
+LABELLED_UP_TO = 60
+"""People shown with their names beside their dots; in a bigger town the names are on hover."""
+
+
 def relationship_graph(names: dict[str, str], edges: pd.DataFrame, source: str) -> go.Figure:
     """People on a circle (stable between reloads); a pair's edge is as wide as their
-    conversations and, for relationships, coloured by mean sentiment (red -1 .. green +1)."""
+    conversations and, for relationships, coloured by mean sentiment (red -1 .. green +1).
+    Edges of one width and colour are one trace (broken by gaps), and each pair's hover text sits
+    on a marker at its middle: a trace per pair took a second and a half to draw for a
+    1,000-person town."""
     ids = sorted(names)
     n = max(len(ids), 1)
     pos = {a: (math.cos(2 * math.pi * i / n - math.pi / 2), math.sin(2 * math.pi * i / n - math.pi / 2))
@@ -381,24 +388,37 @@ def relationship_graph(names: dict[str, str], edges: pd.DataFrame, source: str) 
     for r in edges.itertuples():
         if r.agent_id in pos and r.other_id in pos:
             pairs.setdefault(tuple(sorted((r.agent_id, r.other_id))), []).append(r)  # type: ignore[arg-type]
+    strokes: dict[tuple[float, str], tuple[list[float | None], list[float | None]]] = {}
+    middles: tuple[list[float], list[float], list[str]] = ([], [], [])
     for (a, b), rows in pairs.items():
         weight = max(float(r.weight or 0) for r in rows)
         senti = [float(r.sentiment) for r in rows if r.sentiment is not None and not pd.isna(r.sentiment)]
         mean = sum(senti) / len(senti) if senti else None
-        color = "#adb5bd" if mean is None else _sentiment_color(mean)
+        color = "#adb5bd" if mean is None else _sentiment_color(round(mean * 10) / 10)
+        xs, ys = strokes.setdefault((round(1.5 + 2 * math.log1p(weight), 1), color), ([], []))
+        xs += [pos[a][0], pos[b][0], None]
+        ys += [pos[a][1], pos[b][1], None]
         views = "<br>".join(f"{names[r.agent_id]} → {names[r.other_id]}: {short(r.view, 80)}"
                             for r in rows if isinstance(r.view, str) and r.view)
         label = f"{names[a]} and {names[b]}: {weight:g} conversation(s)"
         if mean is not None:
             label += f", sentiment {mean:+.2f}"
-        fig.add_trace(go.Scatter(
-            x=[pos[a][0], pos[b][0]], y=[pos[a][1], pos[b][1]], mode="lines", showlegend=False,
-            line={"width": 1.5 + 2 * math.log1p(weight), "color": color}, hoverinfo="text",
-            text=label + (f"<br>{views}" if views else "")))
+        middles[0].append((pos[a][0] + pos[b][0]) / 2)
+        middles[1].append((pos[a][1] + pos[b][1]) / 2)
+        middles[2].append(label + (f"<br>{views}" if views else ""))
+    for (width, color), (xs, ys) in sorted(strokes.items()):
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", showlegend=False, hoverinfo="skip",
+                                 line={"width": width, "color": color}))
+    if middles[0]:
+        fig.add_trace(go.Scatter(x=middles[0], y=middles[1], mode="markers", showlegend=False, hoverinfo="text",
+                                 text=middles[2], marker={"size": 8, "color": "rgba(0,0,0,0)"}))
+    labelled = len(ids) <= LABELLED_UP_TO
     fig.add_trace(go.Scatter(
-        x=[pos[a][0] for a in ids], y=[pos[a][1] for a in ids], mode="markers+text", showlegend=False,
-        text=[names[a] for a in ids], textposition=["top center" if pos[a][1] >= 0 else "bottom center" for a in ids],
-        marker={"size": 16, "color": "#1c7ed6", "line": {"width": 1, "color": "white"}}, hoverinfo="text"))
+        x=[pos[a][0] for a in ids], y=[pos[a][1] for a in ids], mode="markers+text" if labelled else "markers",
+        showlegend=False, text=[names[a] for a in ids],
+        textposition=["top center" if pos[a][1] >= 0 else "bottom center" for a in ids],
+        marker={"size": 16 if labelled else 6, "color": "#1c7ed6", "line": {"width": 1, "color": "white"}},
+        hoverinfo="text"))
     title = "Relationships" if source == "relationships" else "Who has talked with whom"
     fig.update_layout(title=title, height=480, xaxis={"visible": False, "range": [-1.5, 1.5]},
                       yaxis={"visible": False, "range": [-1.3, 1.3], "scaleanchor": "x"}, margin={"t": 40, "b": 10})
