@@ -18,8 +18,8 @@ from simulation.memory.stream import MemoryNode
 from simulation.rundb.behaviour import behaviour
 
 CROWD = ("daniel_okafor", "fiona_brennan", "grace_okafor", "walter_hughes")
-TICKS = 18
-"""07:00 to 10:00: waking plans, the morning's meetings and conversations."""
+TICKS = 12
+"""07:00 to 09:00: waking plans, the morning's meetings and conversations."""
 ASKED_OF_NAMED_ONLY = {"plan", "recap", "reflect_questions", "reflect_insights"}
 
 
