@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from town import Timed  # noqa: E402  (bench/town.py)
+from town import Timed, warm_embedder  # noqa: E402  (bench/town.py)
 
 from simulation import Simulation, scenario  # noqa: E402
 from simulation.llm.factory import BackendChoice, build_backend  # noqa: E402
@@ -171,11 +171,7 @@ def main() -> None:
     ap.add_argument("--base-url", action="append", default=[])
     ap.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
     args = ap.parse_args()
-    from simulation.memory.embeddings import get_embedder
-
-    t = time.perf_counter()
-    get_embedder().embed(["warm-up"])
-    print(f"embedding model loaded in {time.perf_counter() - t:.1f} s (once per process, not counted below)")
+    warm_embedder()
     workdir = args.out or Path(tempfile.mkdtemp(prefix="agora-scale-"))
     choice = BackendChoice(backend=args.backend, model=args.model, base_urls=args.base_url)
     what = "scripted test double" if args.scripted else (args.backend or "bundled SmolLM2-135M (llama.cpp)")

@@ -58,6 +58,15 @@ class Timed:
         self.inner.close()
 
 
+def warm_embedder() -> None:
+    """Load the embedding model before any clock starts (a one-off cost per process, printed apart)."""
+    from simulation.memory.embeddings import get_embedder
+
+    t = time.perf_counter()
+    get_embedder().embed(["warm-up"])
+    print(f"embedding model loaded in {time.perf_counter() - t:.1f} s (once per process, not counted below)")
+
+
 def town_of(n: int) -> LoadedScenario:
     """The flagship with ``n`` people: its own eight, then townsfolk in the flagship's homes."""
     loaded = scenario.load(FLAGSHIP)
@@ -119,11 +128,7 @@ def main() -> None:
     ap.add_argument("--scripted", action="store_true", help="the scripted test double instead of the bundled model")
     ap.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
     args = ap.parse_args()
-    from simulation.memory.embeddings import get_embedder
-
-    t = time.perf_counter()
-    get_embedder().embed(["warm-up"])
-    print(f"embedding model loaded in {time.perf_counter() - t:.1f} s (once per process, not counted below)")
+    warm_embedder()
     out = args.out or Path(tempfile.mkdtemp(prefix="agora-bench-"))
     rows = [one(int(n), args.ticks, args.scripted, out) for n in args.agents.split(",")]
     backend = "scripted test double" if args.scripted else "bundled SmolLM2-135M (llama.cpp)"
