@@ -27,7 +27,7 @@ from simulation.llm.cache import CachedBackend, ReplayCache, default_cache_path
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.paths import resolve_path
 from simulation.rundb.connect import connect_ro, db_path, table_names
-from simulation.rundb.diff import SKIPPED_TABLES, Difference, first_difference
+from simulation.rundb.diff import SKIPPED_TABLES, first_difference
 from simulation.scenario import LoadedScenario
 from simulation.store import TABLES
 
@@ -191,14 +191,10 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
             else:
                 tables = [t for t in TABLES if t not in SKIPPED_TABLES]
                 found = first_difference(sim.run_dir / "run.db", original, tables)
-                difference = None if found is None else _framed(found)
+                difference = None if found is None else f"{found} (re-run vs original)"
             finally:
                 cache.close()
             return Verification(run_dir, cache_file, ticks, difference is None, difference, backend.hits,
                                 tuple(notes))
     finally:
         con.close()
-
-
-def _framed(found: Difference) -> str:
-    return f"{found} (re-run vs original)"
