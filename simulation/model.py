@@ -121,6 +121,7 @@ class TownModel(mesa.Model):
                 conversation_cooldown=timedelta(minutes=cog.conversation_cooldown_minutes),
                 max_conversation_turns=cog.max_conversation_turns, min_conversation_turns=cog.min_conversation_turns,
                 reflection_threshold=sc.memory.reflection_threshold, context_tokens=sc.llm.context_tokens,
+                reactions_per_hour=cog.reactions_per_hour,
             ),
             moment=self.moment, llm=self.llm, memory=self.memory, town=self.town, hub=self.hub,
             social=self.social, agents=self.people, order=[a.state for a in self.order],

@@ -182,6 +182,7 @@ class FakeMind:
                             participants=(a.id, b.id), started_tick=self.tick, started_at=self.now, next_speaker=b.id)
         self.conversations[conv.id] = conv
         for p in (a, b):
+            p.resume_status = Status.ACTING if p.status == Status.ACTING else Status.IDLE
             p.status, p.conversation_id = Status.TALKING, conv.id
         conv.lines.append((a.id, greeting))
         conv.moves.append(Move(Aim.GREET))
@@ -206,7 +207,8 @@ class FakeMind:
     def end_conversation(self, conv: Conversation, reason: str) -> None:
         conv.ended_reason = reason
         for pid in conv.participants:
-            self.person(pid).status, self.person(pid).conversation_id = Status.IDLE, None
+            person = self.person(pid)
+            person.status, person.conversation_id = person.resume_status, None
         self.ended.append(self.conversations.pop(conv.id))
 
     # recording

@@ -13,7 +13,9 @@ from fake_mind import FakeMind
 from simulation.agents import AgentState
 from simulation.cognition.aims import aim_menu, instruction, off_aim, option_text, untold_news
 from simulation.cognition.converse import Converse
-from simulation.core import Aim, Happening, MemoryKind, Move, PlanItem, Provenance, Source, Status
+from simulation.core import (
+    Action, Aim, Happening, MemoryKind, Move, PlanItem, Provenance, Source, Status, as_doing, doing_at,
+)
 
 MORNING = datetime(2023, 2, 13, 9, 0)
 PARTY = Happening("party", "cafe", datetime(2023, 2, 14, 17, 0), datetime(2023, 2, 14, 19, 0))
@@ -87,6 +89,32 @@ def test_a_question_is_answered_from_the_speakers_own_plan_doing_or_news(mind):
     assert aim_menu(bob, mind, conv) == [Move(Aim.ANSWER, "Bob has heard no news")]
     news = whisper(mind, "bob", "The bakery burned down last night.")
     assert aim_menu(bob, mind, conv) == [Move(Aim.ANSWER, "The bakery burned down last night.", memory_id=news)]
+
+
+def test_asked_what_they_are_doing_mid_conversation_people_say_what_they_were_doing_not_talking(mind):
+    bob = mind.person("bob")
+    bob.status, bob.action = Status.ACTING, Action("black coffee at the Cafe", "cafe", 30)
+    conv = talk(mind, ("bob", Move(Aim.GREET)), ("ann", Move(Aim.ASK, "doing")))
+    assert bob.status == Status.TALKING
+    assert aim_menu(bob, mind, conv) == [Move(Aim.ANSWER, "Bob is busy with black coffee at the Cafe")]
+    mind.end_conversation(conv, "goodbye")
+    assert bob.status == Status.ACTING
+    bob.status, bob.action = Status.IDLE, None
+    conv = talk(mind, ("bob", Move(Aim.GREET)), ("ann", Move(Aim.ASK, "doing")))
+    assert aim_menu(bob, mind, conv) == [Move(Aim.ANSWER, "Bob is spending some time at Cafe")]
+
+
+@pytest.mark.parametrize("activity, doing", [
+    ("dispensing prescriptions", "dispensing prescriptions"),
+    ("black coffee at Hobbs Cafe", "busy with black coffee at Hobbs Cafe"),
+    ("the yearly stock count", "busy with the yearly stock count"),
+    ("late for his shift at Hobbs Cafe", "late for his shift at Hobbs Cafe"),
+    ("home with the cat", "home with the cat"),
+])
+def test_an_activity_reads_as_what_someone_is_doing(activity, doing):
+    assert as_doing(activity) == doing
+    assert doing_at(as_doing(activity), "Hobbs Cafe").endswith("Hobbs Cafe")
+    assert doing_at("reading", "the Library") == "reading at the Library"
 
 
 def test_an_invitation_is_accepted_or_declined_and_an_accepted_one_is_kept(mind):

@@ -311,3 +311,24 @@ def test_the_routine_plan_follows_the_persons_habits(personas):
         "the habit in force starts now; work and home are the person's own; nothing after bedtime"
     me.workplace = None
     assert routine_plan(me, 7, "square")[1].place == "square", "no workplace: work happens at the hub"
+
+
+def test_a_person_stops_for_someone_at_most_reactions_per_hour_times_then_again_next_hour(mind):
+    from simulation.cognition.perceive import focus
+
+    mind.settings = dataclasses.replace(mind.settings, reactions_per_hour=2)
+    ann = mind.person("ann")
+    mind.answers["react"] = lambda schema, default: {"decision": "continue", "detail": ""}
+    for minute in (0, 10, 20):
+        mind.now = MORNING.replace(minute=minute)
+        ann.last_seen.clear()  # someone new each tick, as in a crowded place
+        mind.run(Perceive())
+        mind.run(Decide())
+    assert [a.purpose for a in mind.asked if a.person == "ann"].count("react") == 2, "the third stop is over the cap"
+    assert ann.stopped_for == [MORNING, MORNING.replace(minute=10)]
+    mind.now = MORNING.replace(hour=10)
+    ann.last_seen.clear()
+    mind.run(Perceive())
+    assert ann.focus is not None and ann.focus.other == "bob", "a new hour, a new allowance"
+    mind.run(Decide())
+    assert ann.stopped_for == [MORNING.replace(hour=10)], "last hour's stops are forgotten"

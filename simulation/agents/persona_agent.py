@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from mesa.discrete_space import CellAgent
 
 from simulation.agents.state import AgentState
-from simulation.core import Action, MemoryKind, Provenance, Source, Status
+from simulation.core import Action, MemoryKind, Provenance, Source, Status, doing_at
 
 if TYPE_CHECKING:
     from simulation.model import TownModel
@@ -77,7 +77,7 @@ class PersonaAgent(CellAgent):
             return
         s.status = Status.ACTING
         s.action.ends = m.now + timedelta(minutes=offset_minutes + max(1, s.action.minutes))
-        text = f"{s.persona.name} is {s.action.text} at {m.town.name(s.place)}"
+        text = f"{s.persona.name} is {doing_at(s.action.doing, m.town.name(s.place))}"
         data = {"minutes": s.action.minutes, "until": s.action.ends.strftime("%H:%M")}
         if s.action.call_id is not None:
             data["llm_call_id"] = s.action.call_id

@@ -71,6 +71,8 @@ class AgentState(BaseModel):
     """Person id or ``event:<id>`` -> the tick it was last noticed."""
     last_talk: dict[str, datetime] = Field(default_factory=dict)
     """Person id -> when the last conversation with them started (the cooldown)."""
+    stopped_for: list[datetime] = Field(default_factory=list)
+    """When, this game hour, this person stopped to react to someone they saw (the hourly cap)."""
     # talk
     told: dict[str, list[int]] = Field(default_factory=dict)
     """Person id -> the memories this person has told them (news is not told twice)."""
@@ -108,8 +110,19 @@ class AgentState(BaseModel):
         if self.status == Status.WALKING and self.action:
             return f"walking to {destination}"
         if self.action:
-            return self.action.text
+            return self.action.doing
         return "looking around"
+
+    def doing_apart_from_talk(self, place_name: str) -> str:
+        """What the agent was doing before its conversation, in words: asked "what are you doing?"
+        mid-conversation, "talking with you" answers nothing."""
+        if self.status == Status.TALKING:
+            if self.resume_status == Status.ACTING and self.action:
+                return self.action.doing
+            return f"spending some time at {place_name}"
+        if self.status == Status.WALKING or not self.action:
+            return f"spending some time at {place_name}"
+        return self.action.doing
 
     def has_steps(self, at: datetime) -> bool:
         return bool(self.steps) and self.steps_key == (at.date(), at.hour)

@@ -101,7 +101,7 @@ def answer_topic(me: AgentState, mind: Mind, question: str, other_id: str) -> Mo
     if question == "doing":
         done = [n.text for n in mind.memories(me.id).recent(2, kinds=("observation",))
                 if n.provenance is not None and str(n.provenance.source) == "did"]
-        return Move(Aim.ANSWER, _clip(f"{me.first_name} is {mind.doing(me)}" + (f"; earlier: {done[-1]}" if done else "")))
+        return Move(Aim.ANSWER, _clip(f"{me.first_name} is {me.doing_apart_from_talk(mind.place_name(me.place))}" + (f"; earlier: {done[-1]}" if done else "")))
     news = untold_news(me, mind, other_id)
     if news:
         return Move(Aim.ANSWER, news_text(news[0], mind), memory_id=news[0].id)

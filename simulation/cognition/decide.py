@@ -43,6 +43,8 @@ class Decide(Phase):
             me.status = Status.IDLE
         focus = me.focus
         if focus is not None:
+            if focus.other is not None:
+                me.stopped_for.append(mind.now)
             reaction = await react(me, mind, focus)
             if reaction.decision == TALK and focus.other is not None:
                 self.intents[me.id] = (focus.other, reaction.detail, reaction.call_id)

@@ -43,6 +43,8 @@ class CognitionSettings:
     context_tokens: int
     min_conversation_turns: int = 4
     """Goodbye is offered from this line on."""
+    reactions_per_hour: int = 3
+    """How often a person may stop for someone they see in a game hour."""
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from simulation.cognition.phase import Phase
-from simulation.core import Focus, MemoryKind, Perception, PlaceEvent, Provenance, Source, Status
+from simulation.core import Focus, MemoryKind, Perception, PlaceEvent, Provenance, Source, Status, doing_at
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -45,8 +45,8 @@ def perceive(me: AgentState, mind: Mind, here: list[AgentState], events: list[Pl
         if last is not None and (tick - last) * mind.settings.tick_minutes < NEWS_AFTER_MINUTES:
             continue
         idle = other.status in (Status.IDLE, Status.WAKING) and other.action is None
-        mind.remember(me.id, MemoryKind.OBSERVATION, f"{other.persona.name} is {mind.doing(other)} at "
-                      f"{mind.place_name(me.place)}", Provenance(Source.PERCEIVED, from_agent=other.id),
+        mind.remember(me.id, MemoryKind.OBSERVATION, f"{other.persona.name} is "
+                      f"{doing_at(mind.doing(other), mind.place_name(me.place))}", Provenance(Source.PERCEIVED, from_agent=other.id),
                       importance=TRIVIAL if idle else None)
         seen.people.append(other.id)
         budget -= 1
@@ -59,13 +59,24 @@ def can_talk(me: AgentState, other: AgentState, mind: Mind) -> bool:
         last is None or mind.now - last >= mind.settings.conversation_cooldown)
 
 
+def may_stop_for_someone(me: AgentState, mind: Mind) -> bool:
+    """Under the hourly cap (``reactions_per_hour``) on stopping for people: in a crowded place
+    someone new is always there, and each stop is a question to the LLM."""
+    hour = mind.now.replace(minute=0, second=0, microsecond=0)
+    me.stopped_for = [t for t in me.stopped_for if t >= hour]
+    return len(me.stopped_for) < mind.settings.reactions_per_hour
+
+
 def focus(me: AgentState, mind: Mind) -> Focus | None:
-    """What a free person reacts to this tick: a new place event, someone free to talk. The
-    background crowd reacts to events only: they talk when someone talks to them."""
+    """What a free person reacts to this tick: a new place event, someone free to talk (up to
+    the hourly cap). The background crowd reacts to events only: they talk when someone talks
+    to them."""
     if not me.free:
         return None
     event = me.perceived.events[0] if me.perceived.events else None
-    other = None if me.crowd else next((o for o in me.perceived.people if can_talk(me, mind.person(o), mind)), None)
+    other = None
+    if not me.crowd and may_stop_for_someone(me, mind):
+        other = next((o for o in me.perceived.people if can_talk(me, mind.person(o), mind)), None)
     return Focus(event, other) if event or other else None
 
 

@@ -3,7 +3,7 @@ seeds, the replay cache and reward queries. Nothing here imports any other part 
 so every layer (cognition, the model, the store, checkpoints, the viewer's queries) may use them.
 """
 
-from simulation.core.actions import Action, HourBlock, PlanItem
+from simulation.core.actions import Action, HourBlock, PlanItem, as_doing, doing_at
 from simulation.core.happening import Happening
 from simulation.core.moment import Moment
 from simulation.core.move import Move
@@ -14,5 +14,5 @@ from simulation.core.vocabulary import Aim, MemoryKind, Purpose, Source, Status,
 __all__ = [
     "Action", "Aim", "Focus", "Happening", "HourBlock", "MemoryKind", "Moment", "Move", "Perception", "PlaceEvent",
     "PlanItem", "Provenance", "Purpose", "Source", "Status",
-    "probe_purpose",
+    "as_doing", "doing_at", "probe_purpose",
 ]

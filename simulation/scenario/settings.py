@@ -40,6 +40,9 @@ class CognitionSettings(StrictModel):
     min_conversation_turns: int = Field(
         4, ge=1, le=50, description="goodbye is offered from this line on (a line that fails still ends it sooner)")
     conversation_cooldown_minutes: int = Field(120, ge=0, le=24 * 60, description="before the same two talk again")
+    reactions_per_hour: int = Field(
+        3, ge=0, le=600, description="how often a person may stop for someone they see in a game hour (each stop is "
+        "a question to the LLM; in a crowded place there is always someone new)")
     phases: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$", max_length=200)]] | None = Field(
         None, min_length=1, max_length=50,
         description="the cognition phases each tick runs, in order: built-in names (perceive, importance, decide, "
