@@ -63,3 +63,17 @@ class JudgeDouble(EvalDouble):
         if req.purpose.startswith("rw_score_"):
             return json.dumps({"assessment": "Reasonable.", "final_line": self.peer(req)})
         return json.dumps({})
+
+
+def finished_scripted_run(loaded, out, ticks: int):
+    """A finished run of ``loaded`` on the scripted backend (tests/scripted.py): its directory."""
+    from scripted import ScriptedBackend
+
+    from simulation import Simulation
+
+    run = Simulation.from_scenario(loaded, backend=ScriptedBackend(), out=out, ticks=ticks)
+    for _ in range(run.ticks):
+        run.model.step()
+    run.close("finished")
+    run.store.close()
+    return run.run_dir

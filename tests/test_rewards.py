@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import sqlite_utils
 import typer
-from rewards_support import JudgeDouble, is_retry, judged_text
+from rewards_support import JudgeDouble, finished_scripted_run, is_retry, judged_text
 from typer.testing import CliRunner
 
 from simulation.errors import InputError
@@ -111,17 +111,7 @@ def test_rows_of_a_pass_by_hand() -> None:
 @pytest.fixture(scope="module")
 def base_run(tmp_path_factory: pytest.TempPathFactory, flagship: Any) -> Path:
     """A finished 18-tick flagship run on the scripted backend (conversations and plan steps)."""
-    from scripted import ScriptedBackend
-
-    from simulation import Simulation
-
-    run = Simulation.from_scenario(flagship, backend=ScriptedBackend(), out=tmp_path_factory.mktemp("rw"),
-                                                                           ticks=18)
-    for _ in range(run.ticks):
-        run.model.step()
-    run.close("finished")
-    run.store.close()
-    return run.run_dir
+    return finished_scripted_run(flagship, tmp_path_factory.mktemp("rw"), 18)
 
 
 @pytest.fixture

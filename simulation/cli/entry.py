@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from simulation.cli import bench, evaluate, personas, rewards, run, ui, validate, verify
+from simulation.cli import bench, evaluate, personas, rewards, run, train, ui, validate, verify
 
 __all__ = ["app", "main"]
 
@@ -34,6 +34,7 @@ personas_app.command("sample")(personas.sample)
 app.add_typer(personas_app, name="personas")
 
 app.command("rewards")(rewards.rewards)
+app.command("train")(train.train)
 app.command("behaviour")(bench.behaviour)
 
 bench_app = typer.Typer(name="bench", help="Benchmarks that run a scenario and report measured numbers.",
