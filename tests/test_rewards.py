@@ -449,6 +449,22 @@ def test_sft_takes_each_agents_best_turns_and_dpo_pairs_within_groups(exported: 
     assert sum(v for k, v in per_agent.items() if k.startswith("agents/") and k.endswith("/dpo.jsonl")) == len(dpo)
 
 
+def test_rows_carry_the_rubric_items_behind_each_reward(exported: tuple[Path, Any]) -> None:
+    """The reward is one number; the four items it averages come along as columns, so a trainer
+    can weight the dimensions (in character, goals, responsive, plausible) its own way."""
+    out, _ = exported
+    for name in ("sft", "kto", "grpo"):
+        for row in (json.loads(line) for line in (out / f"town/{name}.jsonl").read_text().splitlines()):
+            if row.get("role", "actor") != "actor":
+                assert row["scores"] == {}, "a critic's or scorer's turn is one number, no items"
+                continue
+            assert set(row["scores"]) == set(rubric.KEYS)
+            mean = sum(row["scores"].values()) / len(row["scores"])
+            assert row["reward"] == pytest.approx((mean - 1) / 4), "the reward is the items' normalised mean"
+    for pair in (json.loads(line) for line in (out / "town/dpo.jsonl").read_text().splitlines()):
+        assert set(pair["chosen_scores"]) == set(pair["rejected_scores"]) == set(rubric.KEYS)
+
+
 def test_grpo_rows_carry_what_a_reward_function_needs_to_rejudge(exported: tuple[Path, Any]) -> None:
     from datasets import load_dataset
 

@@ -19,7 +19,8 @@ and advantage. Files, per agent (``agents/AGENT/``) and for the whole town (``to
   ``scene``, ``rubric`` and ``kind`` as extra columns, which TRL passes to reward functions, so
   ``judging.reward_function`` can re-judge fresh completions.
 
-Extra columns (agent, source rows, reward, advantage) are kept; the trainers drop what they do
+Extra columns (agent, source rows, reward, advantage, and the rubric item scores behind the reward:
+``scores``, or ``chosen_scores`` / ``rejected_scores`` for DPO) are kept; the trainers drop what they do
 not use. ``manifest.json`` lists every file with its row count.
 """
 
@@ -61,6 +62,9 @@ class SFTRow(BaseModel):
     tick: int
     reward: float
     advantage: float
+    scores: dict[str, float] = {}
+    """The rubric's items (``in_character``, ``goals``, ``responsive``, ``plausible``, 1-5), each the
+    mean over the turns the answer made; empty for critic and scorer turns (scored as one number)."""
 
 
 class KTORow(BaseModel):
@@ -76,6 +80,7 @@ class KTORow(BaseModel):
     advantage: float
     peer_reward: float | None = None
     peer_advantage: float | None = None
+    scores: dict[str, float] = {}
 
 
 class DPORow(BaseModel):
@@ -89,6 +94,8 @@ class DPORow(BaseModel):
     group: str
     chosen_source: str
     rejected_source: str
+    chosen_scores: dict[str, float] = {}
+    rejected_scores: dict[str, float] = {}
 
 
 class GRPORow(BaseModel):
@@ -101,6 +108,7 @@ class GRPORow(BaseModel):
     source: str
     reward: float
     advantage: float
+    scores: dict[str, float] = {}
 
 
 @dataclass
@@ -121,6 +129,17 @@ class Example:
     advantages: list[float] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     peer: list[tuple[float, float]] = field(default_factory=list)
+    item_scores: list[dict[str, int | None]] = field(default_factory=list)
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """Each rubric item's mean over this answer's turns (items a judgement left out are skipped)."""
+        items: dict[str, list[float]] = defaultdict(list)
+        for judged in self.item_scores:
+            for item, value in judged.items():
+                if isinstance(value, (int, float)):
+                    items[item].append(float(value))
+        return {item: sum(v) / len(v) for item, v in items.items()}
 
     @property
     def reward(self) -> float:
@@ -217,6 +236,10 @@ def collect(db_path: Path) -> tuple[str, dict[str, str], list[Example], int]:
         ex.rewards.append(r["reward"])
         ex.advantages.append(r["advantage"])
         ex.sources.append(f"{r['source_table']}:{r['source_id']}")
+        if r["role"] == "actor" and r["scores"]:
+            judged = json.loads(r["scores"])
+            if isinstance(judged, dict):
+                ex.item_scores.append(judged)
         if r["role"] == "actor" and (r["source_table"], r["source_id"]) in speaker:
             ex.peer.append(speaker[(r["source_table"], r["source_id"])])
     return run_id, personas, list(examples.values()), missing
@@ -233,7 +256,8 @@ def sft_rows(examples: list[Example], top: float) -> list[SFTRow]:
         best = sorted(exs, key=lambda e: (-e.reward, -e.advantage, e.call_id))
         chosen.update(id(e) for e in best[:max(1, math.ceil(top * len(exs)))])
     return [SFTRow(messages=[*ex.prompt, *ex.answer()], agent_id=ex.agent_id, kind=ex.kind, source=ex.source,
-                   tick=ex.tick, reward=ex.reward, advantage=ex.advantage) for ex in examples if id(ex) in chosen]
+                   tick=ex.tick, reward=ex.reward, advantage=ex.advantage, scores=ex.scores)
+            for ex in examples if id(ex) in chosen]
 
 
 def kto_rows(examples: list[Example]) -> list[KTORow]:
@@ -249,7 +273,7 @@ def kto_rows(examples: list[Example]) -> list[KTORow]:
                     "peer_advantage": sum(p[1] for p in ex.peer) / len(ex.peer)}
         out.append(KTORow(prompt=ex.prompt, completion=ex.answer(), label=ex.advantage > 0, agent_id=ex.agent_id,
                           role=ex.role, kind=ex.kind, source=ex.source, tick=ex.tick, reward=ex.reward,
-                          advantage=ex.advantage, **peer))
+                          advantage=ex.advantage, scores=ex.scores, **peer))
     return out
 
 
@@ -270,14 +294,16 @@ def dpo_rows(examples: list[Example]) -> list[DPORow]:
             hi, lo = (a, b) if a.reward > b.reward else (b, a)
             out.append(DPORow(prompt=hi.prompt, chosen=hi.answer(), rejected=lo.answer(), margin=hi.reward - lo.reward,
                               agent_id=hi.agent_id, rejected_agent_id=lo.agent_id, kind=hi.kind, group=group,
-                              chosen_source=hi.source, rejected_source=lo.source))
+                              chosen_source=hi.source, rejected_source=lo.source,
+                              chosen_scores=hi.scores, rejected_scores=lo.scores))
     return out
 
 
 def grpo_rows(examples: list[Example], personas: dict[str, str]) -> list[GRPORow]:
     return [GRPORow(prompt=ex.prompt, persona=personas.get(ex.agent_id, "{}"), scene=ex.scene,
                     rubric=rubric.text(ex.kind), kind=ex.kind, agent_id=ex.agent_id, source=ex.source,
-                    reward=ex.reward, advantage=ex.advantage) for ex in examples if ex.role == "actor"]
+                    reward=ex.reward, advantage=ex.advantage, scores=ex.scores)
+            for ex in examples if ex.role == "actor"]
 
 
 def _agent_of(row: BaseModel) -> str:
