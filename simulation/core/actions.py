@@ -39,7 +39,7 @@ class Action:
     ends: datetime | None = None
     bedtime: bool = False
     importance: float | None = None
-    """Of the memory "X is <text> at <place>" formed when it starts (None: rated later)."""
+    """Of the memory "X is <doing> [at <place>]" formed when it starts (None: rated later)."""
     call_id: int | None = None
     """The ``llm_calls`` row whose answer queued it (None: no LLM answer did)."""
 
