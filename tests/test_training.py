@@ -16,6 +16,7 @@ from rewards_support import JudgeDouble, finished_scripted_run
 from typer.testing import CliRunner
 
 from simulation.cli import app
+from simulation.errors import InputError
 from simulation.evaluation import targets
 from simulation.rewards import engine, rubric, store
 
@@ -172,3 +173,50 @@ def test_bad_input_is_exit_2_with_the_field(tmp_path: Path, rewarded_run: Path):
     con.close()
     got = _train([str(unjudged), "--out", str(tmp_path / "o")])
     assert got.exit_code == 2 and "agora rewards" in got.output
+
+
+def test_an_evolve_round_on_the_scripted_double_keeps_its_lineage_and_scores(flagship: Any, base_cache: Path,
+                                                                             tmp_path: Path):
+    """Round 0 measures the starting model on the held-out seed; round 1 runs the training seed,
+    judges it, trains one step from the bundled model, and measures the new model on the held-out
+    seed. The agents are the scripted double (so the runs do not depend on the weights); the
+    training and the GGUF are real."""
+    import sqlite_utils
+    from scripted import ScriptedBackend
+
+    from simulation.llm.llamacpp import bundled_model_path
+    from simulation.training import evolve as ev
+    from simulation.training.trainer import TrainOptions
+
+    def varied(req: Any) -> dict[str, int]:
+        n = 1 + req.seed % 5
+        return dict(zip(rubric.KEYS, (n, n, 1 + req.seed // 7 % 5, 3)))
+
+    asked: list[str] = []
+
+    def agents_for(model: str) -> Any:
+        asked.append(model)
+        return ScriptedBackend()
+
+    out = tmp_path / "evolve"
+    results = ev.evolve(flagship, out, ev.EvolveOptions(rounds=1, seeds=(1,), held_out=(101,), ticks=12),
+                        TrainOptions(steps=1, grad_accumulation=1), base="bundled", judge=JudgeDouble(scores=varied),
+                        agents_for=agents_for, cache=base_cache)
+    assert [r.round for r in results] == [0, 1]
+    assert asked[0] == str(bundled_model_path()) and asked[1] == asked[0], "round 1's training runs use round 0's model"
+    assert asked[2] == results[1].model and results[1].model.endswith("round-1/model/model.gguf")
+    assert results[1].parent == str(bundled_model_path()) and len(results[1].trained_on) == 1
+    assert {"reward.in_character", "reward.mean", "talk.conversations"} <= set(results[1].metrics)
+
+    db = sqlite_utils.Database(out / "evolve.db")
+    assert [r["round"] for r in db["rounds"].rows] == [0, 1]
+    assert {(r["round"], r["role"]) for r in db["runs"].rows} == {(0, "held-out"), (1, "train"), (1, "held-out")}
+    assert db["metrics"].count > 10
+    report = ev.write_report(results, out, "agora evolve test", "judge-double")
+    text = report.read_text()
+    assert "| `reward.mean` |" in text and "round 1" in text and (out / "rounds.png").stat().st_size > 0
+    with pytest.raises(InputError):
+        ev.evolve(flagship, out, ev.EvolveOptions(rounds=1, seeds=(1,), held_out=(101,)), TrainOptions(),
+                  base="bundled", judge=JudgeDouble(), agents_for=agents_for, cache=base_cache)
+    with pytest.raises(InputError, match="held-out"):
+        ev.EvolveOptions(seeds=(1, 2), held_out=(2, 3))

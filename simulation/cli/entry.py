@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from simulation.cli import bench, evaluate, personas, rewards, run, train, ui, validate, verify
+from simulation.cli import bench, evaluate, evolve, personas, rewards, run, train, ui, validate, verify
 
 __all__ = ["app", "main"]
 
@@ -35,6 +35,7 @@ app.add_typer(personas_app, name="personas")
 
 app.command("rewards")(rewards.rewards)
 app.command("train")(train.train)
+app.command("evolve")(evolve.evolve)
 app.command("behaviour")(bench.behaviour)
 
 bench_app = typer.Typer(name="bench", help="Benchmarks that run a scenario and report measured numbers.",

@@ -76,14 +76,15 @@ class TrainResult:
 # --------------------------------------------------------------------------- data
 
 
-def _export_dir(run_dir: Path, scratch: Path) -> Path:
-    """The run's TRL export: ``scratch/<run>`` made from its rewards (run.db) if not there."""
+def _export_dir(run_dir: Path, scratch: Path, index: int) -> Path:
+    """The run's TRL export: ``scratch/<index>-<run>`` (two runs may share a folder name) made
+    from its rewards (run.db) if not there."""
     from simulation.rewards import export as export_mod
 
     db = run_dir / "run.db"
     if not db.is_file():
         raise InputError(Problem(str(run_dir), "not a run directory (no run.db)"))
-    out = scratch / run_dir.name
+    out = scratch / f"{index:03d}-{run_dir.name}"
     if not (out / "manifest.json").is_file():
         export_mod.export(db, out)
     return out
@@ -98,7 +99,7 @@ def load_rows(run_dirs: list[Path], fmt: str, scratch: Path) -> tuple[list[dict[
         raise InputError(Problem("--format", f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}"))
     rows: list[dict[str, Any]] = []
     per_run: dict[str, int] = {}
-    for run_dir in run_dirs:
+    for index, run_dir in enumerate(run_dirs):
         db = run_dir / "run.db"
         if db.is_file():
             con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -109,7 +110,7 @@ def load_rows(run_dirs: list[Path], fmt: str, scratch: Path) -> tuple[list[dict[
                 con.close()
             if not judged:
                 raise InputError(Problem(str(run_dir), f"has no rewards yet: run `agora rewards {run_dir}` first"))
-        path = _export_dir(run_dir, scratch) / "town" / f"{fmt}.jsonl"
+        path = _export_dir(run_dir, scratch, index) / "town" / f"{fmt}.jsonl"
         got = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.is_file() else []
         per_run[str(run_dir)] = len(got)
         rows.extend(got)
@@ -231,7 +232,7 @@ def train(run_dirs: list[Path], base: Path, out: Path, options: TrainOptions, *,
                                                  "tokens"))
     if options.format == "kto" and len({r["label"] for r in kept}) < 2:
         raise InputError(Problem("--format", "KTO needs desirable and undesirable turns; these runs have one kind"))
-    model = AutoModelForCausalLM.from_pretrained(base, torch_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     peft_config = None
     if options.lora:
         from peft import LoraConfig
