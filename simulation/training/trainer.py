@@ -92,24 +92,13 @@ def _export_dir(run_dir: Path, scratch: Path, index: int) -> Path:
 
 def load_rows(run_dirs: list[Path], fmt: str, scratch: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The training rows of ``fmt`` from every run (their town-level export), and rows per run.
-    Raises InputError when a run has no rewards, or no run has a row of this format."""
-    import sqlite3
-
+    Raises InputError when a run has no rewards (the export says so), or no run has a row of
+    this format."""
     if fmt not in FORMATS:
         raise InputError(Problem("--format", f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}"))
     rows: list[dict[str, Any]] = []
     per_run: dict[str, int] = {}
     for index, run_dir in enumerate(run_dirs):
-        db = run_dir / "run.db"
-        if db.is_file():
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            try:
-                has = con.execute("select 1 from sqlite_master where name = 'rewards'").fetchone() is not None
-                judged = has and con.execute("select count(*) from rewards").fetchone()[0] > 0
-            finally:
-                con.close()
-            if not judged:
-                raise InputError(Problem(str(run_dir), f"has no rewards yet: run `agora rewards {run_dir}` first"))
         path = _export_dir(run_dir, scratch, index) / "town" / f"{fmt}.jsonl"
         got = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.is_file() else []
         per_run[str(run_dir)] = len(got)
