@@ -19,7 +19,8 @@ and advantage. Files, per agent (``agents/AGENT/``) and for the whole town (``to
   ``scene``, ``rubric`` and ``kind`` as extra columns, which TRL passes to reward functions, so
   ``judging.reward_function`` can re-judge fresh completions.
 
-Extra columns (agent, source rows, reward, advantage, and the rubric item scores behind the reward:
+Extra columns (agent, source rows, reward, advantage, and the named dimensions: the rubric items
+behind the reward and, for a line, what it did (``rewards.measured``: ``informed``, ``tie``), as
 ``scores``, or ``chosen_scores`` / ``rejected_scores`` for DPO) are kept; the trainers drop what they do
 not use. ``manifest.json`` lists every file with its row count.
 """
@@ -41,6 +42,7 @@ from pydantic import BaseModel, ValidationError
 
 from simulation.errors import InputError, Problem, RunError
 from simulation.rewards import rubric
+from simulation.rewards.measured import measured
 from simulation.rundb import connect_ro, table_names
 
 FORMATS = ("trl",)
@@ -63,8 +65,10 @@ class SFTRow(BaseModel):
     reward: float
     advantage: float
     scores: dict[str, float] = {}
-    """The rubric's items (``in_character``, ``goals``, ``responsive``, ``plausible``, 1-5), each the
-    mean over the turns the answer made; empty for critic and scorer turns (scored as one number)."""
+    """The rubric's items (``in_character``, ``goals``, ``responsive``, ``plausible``, 1-5), and for a
+    line the measured ``informed`` (facts the listener first learnt from it) and ``tie`` (the
+    listener's sentiment change toward the speaker over the conversation), each the mean over the
+    turns the answer made; empty for critic and scorer turns (scored as one number)."""
 
 
 class KTORow(BaseModel):
@@ -130,10 +134,11 @@ class Example:
     sources: list[str] = field(default_factory=list)
     peer: list[tuple[float, float]] = field(default_factory=list)
     item_scores: list[dict[str, int | None]] = field(default_factory=list)
+    """The judge's rubric items, and for a line the measured dimensions (``rewards.measured``), per turn."""
 
     @property
     def scores(self) -> dict[str, float]:
-        """Each rubric item's mean over this answer's turns (items a judgement left out are skipped)."""
+        """Each dimension's mean over this answer's turns (items a judgement left out are skipped)."""
         items: dict[str, list[float]] = defaultdict(list)
         for judged in self.item_scores:
             for item, value in judged.items():
@@ -210,6 +215,7 @@ def collect(db_path: Path) -> tuple[str, dict[str, str], list[Example], int]:
                                                  and r["llm_call_id"] is not None})
         peer = _by_ids(con, "reward_calls", run_id, {r["reward_call_id"] for r in rows
                                                      if r["role"] in ("critic", "scorer") and r["reward_call_id"]})
+        did = measured(con, run_id)
     except sqlite3.Error as exc:
         raise InputError(Problem(str(db_path), f"cannot read run.db: {exc}")) from None
     finally:
@@ -239,7 +245,7 @@ def collect(db_path: Path) -> tuple[str, dict[str, str], list[Example], int]:
         if r["role"] == "actor" and r["scores"]:
             judged = json.loads(r["scores"])
             if isinstance(judged, dict):
-                ex.item_scores.append(judged)
+                ex.item_scores.append({**judged, **did.get((r["source_table"], r["source_id"]), {})})
         if r["role"] == "actor" and (r["source_table"], r["source_id"]) in speaker:
             ex.peer.append(speaker[(r["source_table"], r["source_id"])])
     return run_id, personas, list(examples.values()), missing

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["PROSOCIAL", "EvolveOptions", "RoundResult", "evolve", "round_table"]
 
 PROSOCIAL = ("talk.invitations", "talk.aim.share", "facts.party.told", "facts.market.told",
-             "relationships.density_end", "talk.conversations")
-"""Behaviour metrics read as prosocial: inviting, passing news on, ties, talking at all."""
+             "relationships.density_end", "talk.conversations", "reward.informed", "reward.tie")
+"""Measures read as prosocial: inviting, passing news on, ties, talking at all."""
 
 
 @dataclass(frozen=True)
@@ -69,12 +69,16 @@ class RoundResult:
 
 
 def _reward_dimensions(db: Path) -> dict[str, float]:
-    """Mean of each rubric item, and of the reward, over a judged run's own turns."""
+    """Mean of each rubric item, and of the reward, over a judged run's own turns; and of each
+    measured dimension (``rewards.measured``) over its lines."""
+    from simulation.rewards.measured import measured
     from simulation.rundb import connect_ro
 
     con = connect_ro(db)
     try:
         rows = con.execute("select scores, reward from rewards where role = 'actor'").fetchall()
+        run = con.execute("select run_id from runs limit 1").fetchone()
+        did = measured(con, run[0]) if run else {}
     finally:
         con.close()
     items: dict[str, list[float]] = {}
@@ -87,6 +91,10 @@ def _reward_dimensions(db: Path) -> dict[str, float]:
     out = {f"reward.{item}": statistics.fmean(v) for item, v in sorted(items.items())}
     if rewards:
         out["reward.mean"] = statistics.fmean(rewards)
+    for name in ("informed", "tie"):
+        values = [d[name] for d in did.values()]
+        if values:
+            out[f"reward.{name}"] = statistics.fmean(values)
     return out
 
 
