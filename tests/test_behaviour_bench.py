@@ -23,6 +23,9 @@ def test_estimate_is_the_mean_and_a_student_t_interval():
     assert estimate([], "x").mean is None
     clipped = estimate([0.0, 1.0, 1.0], "talk.two_line_share")  # a share stays inside [0, 1]
     assert clipped.low == 0.0 and clipped.high == 1.0
+    signed = estimate([-0.2, -0.1, 0.0], "reward.tie")  # a change of sentiment may be negative
+    assert signed.mean == pytest.approx(-0.1) and signed.low < -0.1 < 0 < signed.high
+    assert estimate([-0.2, -0.1, 0.0], "talk.turns_mean").low == 0.0  # a count's interval stops at 0
 
 
 @pytest.fixture(scope="module")

@@ -185,6 +185,7 @@ def test_an_evolve_round_on_the_scripted_double_keeps_its_lineage_and_scores(fla
     from scripted import ScriptedBackend
 
     from simulation.llm.llamacpp import bundled_model_path
+    from simulation.rundb import lineage
     from simulation.training import evolve as ev
     from simulation.training.trainer import TrainOptions
 
@@ -215,8 +216,17 @@ def test_an_evolve_round_on_the_scripted_double_keeps_its_lineage_and_scores(fla
     report = ev.write_report(results, out, "agora evolve test", "judge-double")
     text = report.read_text()
     assert "| `reward.mean` |" in text and "round 1" in text and (out / "rounds.png").stat().st_size > 0
-    with pytest.raises(InputError):
+    assert lineage.read(out) == results, "evolve.db gives back every round as recorded (the viewer reads it)"
+    with pytest.raises(InputError, match="finished"):
         ev.evolve(flagship, out, ev.EvolveOptions(rounds=1, seeds=(1,), held_out=(101,)), TrainOptions(),
                   base="bundled", judge=JudgeDouble(), agents_for=agents_for, cache=base_cache)
+
+    # asking for one more round goes on from the recorded ones: round 2 starts from round 1's model
+    more = ev.evolve(flagship, out, ev.EvolveOptions(rounds=2, seeds=(1,), held_out=(101,), ticks=12),
+                     TrainOptions(steps=1, grad_accumulation=1), base="bundled", judge=JudgeDouble(scores=varied),
+                     agents_for=agents_for, cache=base_cache)
+    assert [r.round for r in more] == [0, 1, 2] and more[:2] == results, "recorded rounds are not run again"
+    assert asked[3:] == [results[1].model, more[2].model] and more[2].parent == results[1].model
+    assert [r["round"] for r in db["rounds"].rows] == [0, 1, 2]
     with pytest.raises(InputError, match="held-out"):
         ev.EvolveOptions(seeds=(1, 2), held_out=(2, 3))

@@ -393,6 +393,47 @@ def test_runs_lists_runs_side_by_side_and_names_a_broken_one(monkeypatch, finish
     assert "not a readable SQLite database" in table.iloc[2]["problem"]
 
 
+def test_runs_shows_the_rounds_of_a_co_evolution_loop(monkeypatch, finished_run, newer_run, tmp_path):
+    """An `agora evolve` folder (evolve.db written by the loop's own writer): its held-out runs are
+    offered, its lineage and per-round table are shown, and a prosocial measure that fell while
+    the reward rose is called out."""
+    from simulation.rundb import lineage
+
+    folder = tmp_path / "evolve"
+    folder.mkdir()
+    con = sqlite3.connect(folder / "evolve.db")
+    lineage.create(con)
+    lineage.record(con, lineage.RoundResult(0, "bundled SmolLM2-135M", None, held_out_runs=[str(finished_run)],
+                                            metrics={"reward.mean": [0.30, 0.34, 0.32],
+                                                     "talk.invitations": [4.0, 5.0, 6.0],
+                                                     "reward.tie": [0.01, -0.02, 0.0]}))
+    lineage.record(con, lineage.RoundResult(1, str(folder / "round-1/model/model.gguf"), "bundled SmolLM2-135M",
+                                            trained_on=[str(tmp_path / "gone")], held_out_runs=[str(newer_run)],
+                                            metrics={"reward.mean": [0.50, 0.52, 0.51],
+                                                     "talk.invitations": [1.0, 0.0, 1.0],
+                                                     "reward.tie": [0.05, 0.04, 0.06]}))
+    con.close()
+    at = open_page(app(monkeypatch, runs_dir=folder), "runs")
+    shown = text_of(at)
+    assert "Co-evolution: `evolve`" in shown
+    lineage_table, metric_table, runs_table = (d.value for d in at.dataframe)
+    assert list(lineage_table["round"]) == [0, 1] and list(lineage_table["model"]) == ["bundled SmolLM2-135M",
+                                                                                     "model.gguf"]
+    assert list(lineage_table["trained on"]) == ["0 run(s)", "1 run(s)"]
+    by_metric = metric_table.set_index("metric")
+    assert by_metric.loc["reward.mean", "moved"] == "higher" and by_metric.loc["reward.mean", "round 0"].startswith("0.32 [")
+    assert by_metric.loc["talk.invitations", "traded away"] and by_metric.loc["talk.invitations", "prosocial"]
+    assert by_metric.loc["reward.tie", "round 0"].startswith("-0.00333 [-"), "a change keeps its sign and interval"
+    assert "Prosocial measures that fell while the reward rose: `talk.invitations`" in shown
+    titles = {a["text"] for f in figures(at) for a in f["layout"].get("annotations", [])}
+    assert {"reward.mean", "talk.invitations", "reward.tie"} <= titles
+    assert list(runs_table["run"]) == [newer_run.name, finished_run.name], "the loop's runs, latest round first"
+
+    from simulation.cli.ui import check_inputs
+
+    assert check_inputs([folder], tmp_path, "127.0.0.1", 0) == [], "`agora ui EVOLVE_DIR` opens a loop's folder"
+
+
 def test_runs_summary_of_a_run_without_provenance_claims_no_awareness(older_run):
     with RunDB(older_run) as db:
         row = q.summary(db)

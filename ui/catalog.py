@@ -1,4 +1,5 @@
-"""Which runs the viewer offers: the ones named on the command line, then a runs folder.
+"""Which runs the viewer offers: the ones named on the command line, then a runs folder, then
+the runs of any co-evolution loop (``evolve.db``) named or found there.
 
 `agora ui` hands its arguments to the Streamlit process in environment variables
 (``AGORA_UI_RUNS_DIR``, and ``AGORA_UI_RUNS`` joined with ``os.pathsep``), so the app can
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from simulation.rundb import lineage
 from ui.db import db_path
 
 RUNS_DIR_ENV = "AGORA_UI_RUNS_DIR"
@@ -56,6 +58,30 @@ def _started(path: Path) -> str:
     return datetime.fromtimestamp(stamp, timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
+def evolutions(config: Settings) -> list[Path]:
+    """Folders holding an ``evolve.db`` (``agora evolve --out``): a named folder, the runs folder
+    itself, or one of its folders."""
+    candidates = [p.parent if p.name == lineage.DB_NAME else p for p in config.named] + [config.runs_dir]
+    try:
+        candidates += sorted(p for p in config.runs_dir.iterdir() if p.is_dir())
+    except OSError:
+        pass
+    found: list[Path] = []
+    for path in candidates:
+        if (path / lineage.DB_NAME).is_file() and path.resolve() not in {f.resolve() for f in found}:
+            found.append(path)
+    return found
+
+
+def _evolve_runs(folder: Path) -> list[Path]:
+    """The runs an evolve loop recorded, latest round first (held-out runs before training runs)."""
+    try:
+        rounds = lineage.read(folder)
+    except lineage.LineageUnreadable:
+        return []
+    return [Path(d) for r in reversed(rounds) for d in [*r.held_out_runs, *r.trained_on] if (Path(d) / "run.db").is_file()]
+
+
 def discover(config: Settings) -> list[RunEntry]:
     """Named runs first (as given), then every folder of the runs folder that holds a run.db,
     newest first."""
@@ -76,6 +102,8 @@ def discover(config: Settings) -> list[RunEntry]:
         entries.append(RunEntry(key, path, named))
 
     for path in config.named:
+        if path.name == lineage.DB_NAME or ((path / lineage.DB_NAME).is_file() and not db_path(path).is_file()):
+            continue  # an evolve folder: its runs are added below
         add(path, True)
     try:
         found = [p for p in config.runs_dir.iterdir() if p.is_dir() and (p / "run.db").is_file()]
@@ -83,4 +111,7 @@ def discover(config: Settings) -> list[RunEntry]:
         found = []
     for path in sorted(found, key=lambda p: (_started(p), p.name), reverse=True):
         add(path, False)
+    for folder in evolutions(config):
+        for path in _evolve_runs(folder):
+            add(path, False)
     return entries

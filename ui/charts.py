@@ -516,3 +516,29 @@ def runs_compare(frame: pd.DataFrame) -> go.Figure:
                       row=1, col=2)
     fig.update_layout(height=340, barmode="group", margin={"t": 40, "b": 10})
     return fig
+
+
+def evolve_rounds(rows: list[dict[str, Any]], cols: int = 4) -> go.Figure:
+    """Each reward dimension and prosocial measure across the rounds of an evolve loop: the mean
+    over the held-out seeds with its 95 % interval (``lineage.round_table`` rows); a measure
+    flagged *traded away* (it fell while the reward rose) is drawn red."""
+    shown = [r for r in rows if r["metric"].startswith("reward.") or r["prosocial"]]
+    if not shown:
+        return _empty("no reward dimension or prosocial measure recorded")
+    n_rows = (len(shown) + cols - 1) // cols
+    fig = make_subplots(rows=n_rows, cols=cols, subplot_titles=[r["metric"] for r in shown],
+                        vertical_spacing=min(0.12, 0.9 / max(1, n_rows)))
+    for i, row in enumerate(shown):
+        points = [(k, e) for k, e in enumerate(row["rounds"]) if e.mean is not None]
+        color = "#e03131" if row["traded"] else "#1c7ed6"
+        fig.add_trace(go.Scatter(
+            x=[k for k, _ in points], y=[e.mean for _, e in points], mode="lines+markers", showlegend=False,
+            name=row["metric"], line={"color": color},
+            error_y={"type": "data", "symmetric": False,
+                     "array": [(e.high if e.high is not None else e.mean) - e.mean for _, e in points],
+                     "arrayminus": [e.mean - (e.low if e.low is not None else e.mean) for _, e in points]},
+            hovertemplate="round %{x}: %{y:.3g}<extra></extra>"), row=i // cols + 1, col=i % cols + 1)
+    fig.update_xaxes(dtick=1, title_text=None)
+    fig.update_annotations(font_size=11)
+    fig.update_layout(height=max(260, 220 * n_rows), margin={"t": 40, "b": 10})
+    return fig

@@ -10,58 +10,23 @@ Student's t over seeds: with 5 seeds it is wide, which is the honest answer.
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from simulation.rundb.intervals import Estimate, estimate, format_value
 
 if TYPE_CHECKING:
     from simulation.llm.backend import Backend
     from simulation.runner import BackendChoice
     from simulation.scenario import LoadedScenario
 
-# two-sided 95 % Student t quantiles by degrees of freedom (1-30); beyond that, the normal's
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
 HEADLINE = [
     "talk.encounters_per_agent_hour", "talk.conversations_per_encounter", "talk.two_line_share",
     "talk.echo_share", "plans.fitting_share", "llm.fallback_share", "relationships.density_end",
 ]
 """Metrics drawn in the summary plot (the per-fact ones are added per scenario)."""
-
-
-@dataclass(frozen=True)
-class Estimate:
-    mean: float | None
-    low: float | None
-    high: float | None
-    n: int
-    """Seeds with a value (a run without conversations has no turns per conversation)."""
-
-
-SHARES = ("share", "distortion", "retention", "hallucination", "density")
-"""Metric names that are proportions: their interval is clipped to [0, 1] (every metric is >= 0)."""
-
-
-def estimate(values: Sequence[float | None], name: str = "") -> Estimate:
-    """Mean and 95 % t-interval of the values that exist (the interval is the mean alone for one
-    value), clipped to the metric's range: >= 0, and <= 1 for a proportion (``SHARES``)."""
-    xs = [v for v in values if v is not None and not math.isnan(v)]
-    if not xs:
-        return Estimate(None, None, None, 0)
-    mean = statistics.fmean(xs)
-    if len(xs) == 1:
-        return Estimate(mean, mean, mean, 1)
-    df = len(xs) - 1
-    t = _T95[df - 1] if df <= len(_T95) else 1.96
-    half = t * statistics.stdev(xs) / math.sqrt(len(xs))
-    high = mean + half
-    if any(word in name for word in SHARES):
-        high = min(1.0, high)
-    return Estimate(mean, max(0.0, mean - half), high, len(xs))
 
 
 @dataclass
@@ -190,12 +155,6 @@ def run_benchmark(loaded: LoadedScenario, seeds: Sequence[int], out: Path, *, ti
 
 
 # ---------------------------------------------------------------------- the report
-
-def format_value(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
-
 
 def write_report(result: BenchmarkResult, out: Path) -> list[Path]:
     """report.md, behaviour.json and the plots; returns the files written."""

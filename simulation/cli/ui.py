@@ -59,10 +59,11 @@ def check_inputs(named: list[Path], runs_dir: Path, host: str, port: int) -> lis
     for path in named:
         if not path.exists():
             problems.append(Problem(str(path), "no such run directory"))
-        elif path.is_dir() and not (path / "run.db").is_file():
-            problems.append(Problem(str(path), "not a run directory (it has no run.db)"))
-        elif path.is_file() and path.name != "run.db":
-            problems.append(Problem(str(path), "expected a run directory (or its run.db)"))
+        elif path.is_dir() and not (path / "run.db").is_file() and not (path / "evolve.db").is_file():
+            problems.append(Problem(str(path), "not a run directory (it has no run.db) nor an `agora evolve` "
+                                               "folder (no evolve.db)"))
+        elif path.is_file() and path.name not in ("run.db", "evolve.db"):
+            problems.append(Problem(str(path), "expected a run directory (or its run.db), or an evolve folder"))
     if not named and not runs_dir.is_dir():
         problems.append(Problem(str(runs_dir), "no runs folder here; name a RUN_DIR, pass --runs-dir, or "
                                                "start a run first with `agora run SCENARIO`"))
@@ -94,7 +95,8 @@ def serve(command: list[str], env: dict[str, str]) -> int:
 @user_errors
 def ui(
     run_dirs: Annotated[Optional[list[Path]], typer.Argument(
-        metavar="RUN_DIR", help="run directories to open (default: the newest in --runs-dir)",
+        metavar="RUN_DIR", help="run directories to open (default: the newest in --runs-dir), or `agora evolve` "
+                                "folders (their rounds on the Runs page)",
         show_default=False)] = None,
     runs_dir: Annotated[Path, typer.Option(
         "--runs-dir", help="folder of runs listed by the viewer")] = Path("runs"),

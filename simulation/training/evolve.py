@@ -19,25 +19,23 @@ its rewards rise is flagged: multi-agent training on LLMs tends to drift to self
 from __future__ import annotations
 
 import json
+import sqlite3
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulation.errors import InputError, Problem
+from simulation.rundb.lineage import (DB_NAME, PROSOCIAL, LineageUnreadable, RoundResult, create, read, record,
+                                      round_table)
 
 if TYPE_CHECKING:
     from simulation.llm.backend import Backend
     from simulation.scenario import LoadedScenario
-    from simulation.training.trainer import TrainOptions
+    from simulation.training.trainer import TrainOptions, TrainResult
 
 __all__ = ["PROSOCIAL", "EvolveOptions", "RoundResult", "evolve", "round_table"]
-
-PROSOCIAL = ("talk.invitations", "talk.aim.share", "facts.party.told", "facts.market.told",
-             "relationships.density_end", "talk.conversations", "reward.informed", "reward.tie")
-"""Measures read as prosocial: inviting, passing news on, ties, talking at all."""
-
 
 @dataclass(frozen=True)
 class EvolveOptions:
@@ -54,18 +52,6 @@ class EvolveOptions:
         if both:
             raise InputError(Problem("--held-out", f"seeds {both} are also training seeds: held-out seeds must be "
                                                    "new to every model"))
-
-
-@dataclass
-class RoundResult:
-    round: int
-    model: str
-    """The GGUF (or model id) the round's held-out runs used."""
-    parent: str | None
-    trained_on: list[str] = field(default_factory=list)
-    held_out_runs: list[str] = field(default_factory=list)
-    metrics: dict[str, list[float | None]] = field(default_factory=dict)
-    """Metric -> one value per held-out seed (behaviour metrics and ``reward.<dimension>``)."""
 
 
 def _reward_dimensions(db: Path) -> dict[str, float]:
@@ -98,12 +84,24 @@ def _reward_dimensions(db: Path) -> dict[str, float]:
     return out
 
 
+def _judged(db: Path) -> bool:
+    from simulation.rundb import connect_ro, table_names
+
+    con = connect_ro(db)
+    try:
+        return "reward_passes" in table_names(con) and con.execute("select count(*) from reward_passes").fetchone()[0] > 0
+    finally:
+        con.close()
+
+
 def _judge(run_dirs: list[Path], judge: Backend, seed: int) -> None:
     from simulation.evaluation import targets
     from simulation.rewards import engine, store
 
     for run_dir in run_dirs:
         db = run_dir / "run.db"
+        if _judged(db):
+            continue  # a resumed loop: judged before the interruption (a pass is written whole)
         personas = {t.agent_id: t.persona for t in targets.resolve([run_dir])}
         store.write(db, engine.label(db, personas, judge, None, engine.RewardOptions(seed=seed)))
 
@@ -127,37 +125,75 @@ def evolve(loaded: LoadedScenario, out: Path, options: EvolveOptions, train_opti
     from simulation.training.base import resolve_base
     from simulation.training.trainer import train
 
-    if (out / "evolve.db").exists():
-        raise InputError(Problem(str(out), "already holds an evolve run (evolve.db); choose another --out"))
     say = on_stage or (lambda _: None)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out.resolve()  # evolve.db names runs and models by absolute path, readable from anywhere
     hf, template, label = resolve_base(base, cache)
     model = str(template) if template is not None else str(hf)
-    results: list[RoundResult] = []
-    db = _open_db(out / "evolve.db")
+    results = _recorded(out, options, label)
+    if results:
+        say(f"resuming after round {results[-1].round} (recorded in {out / DB_NAME})")
+        if results[-1].round > 0:
+            model, hf = results[-1].model, out / f"round-{results[-1].round}" / "model" / "hf"
+    out.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(out / DB_NAME)
+    create(db)
     try:
-        say("round 0: the starting model on the held-out seeds")
-        results.append(_held_out(loaded, out / "round-0", options, judge, agents_for(model), 0, label, None))
-        _record(db, results[-1])
-        for k in range(1, options.rounds + 1):
+        if not results:
+            say("round 0: the starting model on the held-out seeds")
+            results.append(_held_out(loaded, out / "round-0", options, judge, agents_for(model), 0, label, None))
+            record(db, results[-1])
+        for k in range(len(results), options.rounds + 1):
             say(f"round {k}: training runs")
             trained_on = _runs(loaded, options.seeds, out / f"round-{k}" / "train", options.ticks, agents_for(model))
             dirs = [r.run_dir for r in trained_on.runs]
             say(f"round {k}: judging {len(dirs)} run(s)")
             _judge(dirs, judge, options.reward_seed)
             say(f"round {k}: training")
-            made = train(dirs, hf, out / f"round-{k}" / "model", train_options, template_gguf=template,
-                         base_label=f"{label} round {k}")
+            made = _trained(out / f"round-{k}" / "model") or train(
+                dirs, hf, out / f"round-{k}" / "model", train_options, template_gguf=template,
+                base_label=f"{label} round {k}")
             parent, hf = model, made.hf_dir
             model = str(made.gguf) if made.gguf is not None else str(made.hf_dir)
             say(f"round {k}: held-out runs")
             result = _held_out(loaded, out / f"round-{k}", options, judge, agents_for(model), k, model, parent)
             result.trained_on = [str(d) for d in dirs]
             results.append(result)
-            _record(db, result)
+            record(db, result)
     finally:
         db.close()
     return results
+
+
+def _recorded(out: Path, options: EvolveOptions, label: str) -> list[RoundResult]:
+    """The rounds an interrupted loop in ``out`` recorded (empty for a new ``out``); a finished
+    loop, or one started from another model, is refused."""
+    if not (out / DB_NAME).exists():
+        return []
+    try:
+        done = read(out)
+    except LineageUnreadable as exc:
+        raise InputError(Problem(str(out / DB_NAME), str(exc))) from None
+    if len(done) > options.rounds:
+        raise InputError(Problem(str(out), f"already holds a finished evolve run ({len(done) - 1} round(s) in "
+                                           f"{DB_NAME}); choose another --out"))
+    if done and done[0].model != label:
+        raise InputError(Problem(str(out), f"holds an evolve run started from {done[0].model}, not {label}; "
+                                           "choose another --out"))
+    return done
+
+
+def _trained(folder: Path) -> TrainResult | None:
+    """A round's model that training finished before the loop was interrupted (``train.json`` is
+    written last), so a resumed loop does not train it again."""
+    from simulation.training.trainer import TrainResult
+
+    if not (folder / "train.json").is_file():
+        return None
+    manifest = json.loads((folder / "train.json").read_text(encoding="utf-8"))
+    gguf = manifest.get("outputs", {}).get("gguf")
+    return TrainResult(out=folder, hf_dir=folder / "hf", gguf=folder / gguf if gguf else None,
+                       rows=manifest.get("rows", 0), skipped_long=manifest.get("skipped_long", 0),
+                       steps=manifest.get("steps", 0))
 
 
 def _held_out(loaded: LoadedScenario, out: Path, options: EvolveOptions, judge: Backend, agents: Any, k: int,
@@ -172,57 +208,9 @@ def _held_out(loaded: LoadedScenario, out: Path, options: EvolveOptions, judge: 
     return result
 
 
-def _open_db(path: Path) -> Any:
-    import sqlite_utils
-
-    db = sqlite_utils.Database(path)
-    db["rounds"].create({"round": int, "model": str, "parent": str, "trained_on": str}, pk="round", not_null={"model"},
-                        if_not_exists=True)
-    db["runs"].create({"round": int, "role": str, "run_dir": str}, pk=("round", "run_dir"), if_not_exists=True)
-    db["metrics"].create({"round": int, "seed_index": int, "metric": str, "value": float},
-                         pk=("round", "seed_index", "metric"), if_not_exists=True)
-    return db
-
-
-def _record(db: Any, result: RoundResult) -> None:
-    with db.conn:
-        db["rounds"].insert({"round": result.round, "model": result.model, "parent": result.parent,
-                             "trained_on": json.dumps(result.trained_on)}, replace=True)
-        db["runs"].insert_all([{"round": result.round, "role": "train", "run_dir": d} for d in result.trained_on]
-                              + [{"round": result.round, "role": "held-out", "run_dir": d}
-                                 for d in result.held_out_runs], replace=True)
-        db["metrics"].insert_all([{"round": result.round, "seed_index": i, "metric": name, "value": v}
-                                  for name, values in result.metrics.items() for i, v in enumerate(values)],
-                                 replace=True)
-
-
-def round_table(results: list[RoundResult]) -> list[dict[str, Any]]:
-    """Per metric: each round's mean and 95 % interval over the held-out seeds, the change from
-    round 0, whether it moved (intervals apart), and for the last round whether a prosocial
-    measure fell while the mean reward rose (``traded``)."""
-    from simulation.benchmark.behaviour import estimate
-
-    names = sorted({n for r in results for n in r.metrics})
-    rows = []
-    for name in names:
-        ests = [estimate(r.metrics.get(name, []), name) for r in results]
-        first, last = ests[0], ests[-1]
-        moved = "overlap"
-        if None not in (first.low, first.high, last.low, last.high):
-            moved = "higher" if last.low > first.high else "lower" if last.high < first.low else "overlap"
-        change = None if first.mean is None or last.mean is None else last.mean - first.mean
-        rows.append({"metric": name, "rounds": ests, "change": change, "moved": moved,
-                     "prosocial": name in PROSOCIAL})
-    reward = next((r for r in rows if r["metric"] == "reward.mean"), None)
-    rose = reward is not None and (reward["change"] or 0) > 0
-    for row in rows:
-        row["traded"] = bool(row["prosocial"] and rose and (row["change"] or 0) < 0)
-    return rows
-
-
 def write_report(results: list[RoundResult], out: Path, command: str, judge_model: str) -> Path:
     """``report.md`` (the per-round table, what moved, prosocial trades) and ``rounds.png``."""
-    from simulation.benchmark.behaviour import format_value
+    from simulation.rundb.intervals import format_value
 
     rows = round_table(results)
     lines = [f"# Co-evolution: {len(results) - 1} round(s)", "", f"Made by: `{command}`", "",
