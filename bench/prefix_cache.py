@@ -54,8 +54,8 @@ def main() -> None:
     batches = from_run(args.run, args.limit) if args.run else synthetic()
     n = sum(len(b) for b in batches)
     results = {}
-    for label, states in (("no prefix reuse", 0), ("prefix states (LRU 32)", 32)):
-        backend = LlamaCppBackend(prefix_states=states)
+    for label, megabytes in (("no saved states", 0), ("saved prefix states", 1024)):
+        backend = LlamaCppBackend(prefix_cache_mb=megabytes)
         wall, texts = timed(backend, batches)
         results[label] = (wall, texts, backend.prefix_restores + backend.prefix_hits)
         backend.close()

@@ -40,14 +40,16 @@ TOWNSFOLK = ROOT / "personas" / "townsfolk"
 
 
 class Timed:
-    """A backend wrapper that adds up the seconds spent inside ``generate``."""
+    """A backend wrapper that adds up the seconds spent inside ``generate`` and the requests."""
 
     def __init__(self, backend):
         self.inner = backend
         self.name, self.model_id = backend.name, backend.model_id
         self.seconds = 0.0
+        self.requests = 0
 
     def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
+        self.requests += len(requests)
         started = time.perf_counter()
         try:
             return self.inner.generate(requests, on_done)

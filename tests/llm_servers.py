@@ -154,10 +154,10 @@ def scripted_answer(body: dict[str, Any]) -> str | dict[str, Any]:
     for log-probabilities) gets the option it would put all the probability on."""
     from scripted import ScriptedBackend
 
-    from simulation.llm.types import LLMRequest
+    from simulation.llm.types import LLMRequest, asked
 
     if body.get("logprobs"):
-        prompt = body["messages"][-1]["content"]
+        prompt = asked(body["messages"])
         scale = RATING_SCALES[0] if any("1 to 10" in m["content"] for m in body["messages"]) else RATING_SCALES[1]
         picked = ScriptedBackend().rated(prompt, scale, body.get("seed", 0))
         return chat_reply(picked, "length", top={picked: -0.001, "x": -7.0})

@@ -22,7 +22,7 @@ from typing import Any
 
 from simulation.llm.backend import OnDone
 from simulation.llm.scoring import ScoredOptions
-from simulation.llm.types import LLMRequest, RawCompletion
+from simulation.llm.types import LLMRequest, RawCompletion, asked
 
 
 def _defs(schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -127,7 +127,7 @@ class ScriptedBackend(AnsweringBackend):
         if req.purpose in self.garbage:
             return "I am not JSON {"
         schema = req.json_schema or {}
-        prompt = req.messages[-1]["content"] if req.messages else ""
+        prompt = asked(req.messages)
         if req.options is not None and req.purpose == "aim":
             picked = self.aim(prompt, req.options, rng)
             return ScoredOptions([0.0 if o == picked else None for o in req.options], exact=True).to_text()

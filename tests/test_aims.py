@@ -13,6 +13,7 @@ from fake_mind import FakeMind
 from simulation.agents import AgentState
 from simulation.cognition.aims import aim_menu, instruction, off_aim, option_text, untold_news
 from simulation.cognition.converse import Converse
+from simulation.llm.types import asked
 from simulation.core import (
     Action, Aim, Happening, MemoryKind, Move, PlanItem, Provenance, Source, Status, as_doing, doing_at,
 )
@@ -179,7 +180,7 @@ def test_an_invitation_flows_through_a_conversation(mind):
     mind.run(Converse())
     assert [m.aim for m in conv.moves] == [Aim.GREET, Aim.GREET, Aim.INVITE, Aim.ACCEPT]
     assert mind.person("bob").going == [PARTY]
-    prompt = mind.asked[-1].messages[-1]["content"]
+    prompt = asked(mind.asked[-1].messages)
     assert "- Ann invited Bob to the party at Cafe" in prompt and "Now Bob gladly accepts Ann's invitation" in prompt
 
 

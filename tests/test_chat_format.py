@@ -63,24 +63,48 @@ def chat_format(tmp_path: Path, **kw):
 def test_a_template_that_writes_bos_gets_exactly_one(tmp_path):
     fmt = chat_format(tmp_path, add_bos=True, template=WITH_BOS)
     assert fmt.render(SYSTEM_USER, True).startswith("<s>[system]a<|eot|>")
-    tokens, n_prefix = fmt.tokens(SYSTEM_USER)
+    tokens, (n_prefix,) = fmt.pieces(SYSTEM_USER)
     assert tokens[0] == BOS and tokens.count(BOS) == 1
-    assert tokens[:n_prefix] == fmt.tokenize("<s>[system]a<|eot|>"), "BOS belongs to the cached system chunk"
+    assert tokens[:n_prefix] == fmt.tokenize("<s>[system]a<|eot|>"), "BOS belongs to the cached system piece"
 
 
 def test_bos_is_added_when_the_metadata_asks_and_the_template_does_not_write_it(tmp_path):
     fmt = chat_format(tmp_path, add_bos=True, template=WITHOUT_BOS)
-    tokens, n_prefix = fmt.tokens(SYSTEM_USER)
+    tokens, (n_prefix,) = fmt.pieces(SYSTEM_USER)
     assert tokens[0] == BOS and tokens.count(BOS) == 1
     assert tokens[1:n_prefix] == fmt.tokenize("[system]a<|eot|>")
-    alone, n = fmt.tokens([{"role": "user", "content": "b"}])  # no system chunk: BOS alone is the prefix
-    assert alone[0] == BOS and n == 1
+    alone, bounds = fmt.pieces([{"role": "user", "content": "b"}])  # one message: BOS alone is the prefix
+    assert alone[0] == BOS and bounds == (1,)
 
 
 def test_no_bos_when_the_metadata_says_so(tmp_path):
     fmt = chat_format(tmp_path, add_bos=False, template=WITHOUT_BOS)
-    tokens, n_prefix = fmt.tokens(SYSTEM_USER)
+    tokens, (n_prefix,) = fmt.pieces(SYSTEM_USER)
     assert BOS not in tokens and tokens[:n_prefix] == fmt.tokenize("[system]a<|eot|>")
+
+
+def test_every_message_but_the_last_is_a_piece_of_its_own(tmp_path):
+    """The pieces the backend may reuse end at each message boundary before the last message,
+    each tokenized alone; the last message and the generation prompt are the tail."""
+    fmt = chat_format(tmp_path, add_bos=False, template=WITHOUT_BOS)
+    chat = [*SYSTEM_USER, {"role": "assistant", "content": "c"}, {"role": "user", "content": "d"}]
+    tokens, bounds = fmt.pieces(chat)
+    assert len(bounds) == 3 and tokens[:bounds[0]] == fmt.tokenize("[system]a<|eot|>")
+    assert tokens[bounds[0]:bounds[1]] == fmt.tokenize("[user]b<|eot|>")
+    assert tokens[bounds[1]:bounds[2]] == fmt.tokenize("[assistant]c<|eot|>")
+    assert fmt.tokenize(fmt.render(chat, True)[len("[system]a<|eot|>[user]b<|eot|>[assistant]c<|eot|>"):]) \
+        == tokens[bounds[2]:]
+
+
+def test_a_template_that_rewrites_earlier_messages_ends_the_pieces_there(tmp_path):
+    """A template that marks the last user message (so a shorter render is no prefix of the full
+    one) gets pieces only up to where the renders agree."""
+    marks_last = ("{% for m in messages %}[{{ m['role'] }}{% if loop.last %}*{% endif %}]{{ m['content'] }}<|eot|>"
+                  "{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}")
+    fmt = chat_format(tmp_path, add_bos=False, template=marks_last)
+    tokens, bounds = fmt.pieces([*SYSTEM_USER, {"role": "user", "content": "d"}])
+    assert fmt.render(SYSTEM_USER[:1], False).startswith("[system*]")
+    assert bounds == (), "not even the system message renders the same alone"
 
 
 def test_the_answer_ends_with_the_templates_end_of_turn(tmp_path):
@@ -109,7 +133,7 @@ def test_the_bundled_models_prompt_is_unchanged():
     llm = Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
     fmt = ChatFormat(llm)
     assert not fmt.add_bos
-    tokens, n_prefix = fmt.tokens(SYSTEM_USER)
+    tokens, _ = fmt.pieces(SYSTEM_USER)
     text = "<|im_start|>system\na<|im_end|>\n<|im_start|>user\nb<|im_end|>\n<|im_start|>assistant\n"
     assert tokens == llm.tokenize(text.encode(), add_bos=False, special=True)
     assert fmt.answer_end == llm.token_eos()  # <|im_end|>

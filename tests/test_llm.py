@@ -204,7 +204,7 @@ def test_request_key_changes_with_every_field():
 def llama():
     from simulation.llm.llamacpp import LlamaCppBackend
 
-    backend = LlamaCppBackend(prefix_states=8)
+    backend = LlamaCppBackend()
     yield backend
     backend.close()
 
@@ -248,16 +248,43 @@ def test_answers_do_not_depend_on_what_ran_before(llama, answered):
     together = [o.text for o in answered]
     alone_reversed = [llama.generate([r])[0].text for r in reversed(reqs)][::-1]
     assert together == alone_reversed
-    cold = LlamaCppBackend(prefix_states=0)
-    try:
-        singles = []
-        for r in reqs:
-            cold._llm.reset()
-            singles.append(cold.generate([r])[0].text)
-    finally:
-        cold.close()
-    assert singles == together
     assert llama.prefix_restores > 0 and llama.prefix_hits > 0
+    singles = []
+    for r in reqs:
+        llama.prefix.clear()  # nothing saved, nothing trusted in the KV cache: evaluated cold
+        singles.append(llama.generate([r])[0].text)
+    assert singles == together
+
+
+@pytest.mark.slow
+def test_a_stable_preamble_of_several_messages_is_evaluated_once_and_answers_alike(llama):
+    """A question whose earlier messages are stable (a persona, then rated examples as earlier
+    turns, as the importance question is asked) and whose last message changes: from the second
+    request on only the last message is evaluated, and every answer and score is the same as
+    when the whole prompt is evaluated cold."""
+    from simulation.llm.prefix_cache import TokenCounts
+
+    preamble = [{"role": "system", "content": "You are Ann, a baker who likes long walks. " * 8},
+                {"role": "user", "content": "How much does this matter, 1 to 10?\n<memory>Ann washed up.</memory>"},
+                {"role": "assistant", "content": "1"},
+                {"role": "user", "content": "<memory>Ann's friend was hurt in a crash.</memory>"},
+                {"role": "assistant", "content": "9"}]
+    memories = ["Ann baked bread.", "Ann's shop burned down.", "Ann got engaged.", "Ann tied her shoes."]
+    scored = [LLMRequest(messages=[*preamble, {"role": "user", "content": f"<memory>{m}</memory>"}],
+                         options=[str(i) for i in range(1, 11)]) for m in memories]
+    said = [r.model_copy(update={"options": None, "max_tokens": 8, "seed": 3}) for r in scored]
+    llama.prefix.clear()
+    llama.tokens = TokenCounts()
+    warm = [o.text for o in llama.generate(scored)] + [o.text for o in llama.generate(said)]
+    first_prompt = llama.chat.pieces(scored[0].messages)[0]
+    last_piece = len(first_prompt) - llama.chat.pieces(scored[0].messages)[1][-1]
+    assert llama.tokens.requests == 8 and llama.tokens.evaluated <= len(first_prompt) + 7 * (last_piece + 8), \
+        "after the first request, only the last message (and its few changed tokens) is evaluated"
+    cold = []
+    for r in [*scored, *said]:
+        llama.prefix.clear()
+        cold.append(llama.generate([r])[0].text)
+    assert cold == warm
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from simulation.cognition.importance import RateImportance
 from simulation.cognition.perceive import Perceive
 from simulation.cognition.reflect import Reflect
 from simulation.conversation import Conversation
+from simulation.llm.types import asked
 from simulation.core import Action, Aim, MemoryKind, Move, PlanItem, Provenance, Source, Status
 
 SEEN = Provenance(Source.PERCEIVED)
@@ -170,7 +171,7 @@ def test_converse_gives_the_next_speaker_a_move_and_a_line_and_ends_on_goodbye(m
     assert mind.run(Converse()) == ["bob"]
     assert [a.purpose for a in mind.asked] == ["aim", "utterance"], "the move is chosen, then the words"
     assert "1. " in mind.asked[0].messages[-1]["content"] and "greet Ann back" in mind.asked[0].messages[-1]["content"]
-    assert "- Ann greeted Bob." in mind.asked[1].messages[-1]["content"], "the conversation so far, as moves"
+    assert "- Ann greeted Bob." in asked(mind.asked[1].messages), "the conversation so far, as moves"
     assert "Now Bob greets Ann back." in mind.asked[1].messages[-1]["content"]
     assert conv.lines[-1] == ("bob", "Hi Ann, the usual please.") and conv.next_speaker == "ann"
     assert [m.aim for m in conv.moves] == [Aim.GREET, Aim.GREET]

@@ -8,6 +8,7 @@ import pytest
 from conftest import step_run
 from scripted import ScriptedBackend
 
+from simulation.llm.types import asked
 from simulation.relationships import SocialGraph, density_by_tick
 
 
@@ -85,5 +86,5 @@ def test_utterances_are_conditioned_on_memories_of_the_partner_and_the_view(talk
     assert all(any(r["query"].startswith(name) for name in partners) for r in rows)
     call = db.execute("select messages from llm_calls where purpose = 'utterance' and tick > 0 "
                       "order by id desc limit 1").fetchone()[0]
-    prompt = json.loads(call)[-1]["content"]
+    prompt = asked(json.loads(call))
     assert "The conversation so far:" in prompt and "remembers:" in prompt

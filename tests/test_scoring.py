@@ -99,7 +99,7 @@ def test_options_change_the_replay_key_and_plain_requests_keep_theirs():
 def llama():
     from simulation.llm.llamacpp import LlamaCppBackend
 
-    backend = LlamaCppBackend(prefix_states=8)
+    backend = LlamaCppBackend()
     yield backend
     backend.close()
 

@@ -1,7 +1,8 @@
 """Prompt rendering (jinja2 templates in ``templates/``) into chat messages.
 
 The system message is the agent's persona block and never changes during a run, so the
-llama.cpp backend keeps it evaluated between an agent's calls.
+llama.cpp backend keeps it evaluated between an agent's calls; the situation and the question
+about it are two user messages (``messages``), so a situation asked about twice is read once.
 
 Safety: persona and scenario text, and what the model wrote earlier (memories, plans,
 dialogue), is data. It reaches a prompt only inside a tagged block (``<persona>``, ``<town>``,
@@ -26,5 +27,17 @@ def render(template: str, **context: Any) -> str:
     return templating.render(("simulation.cognition",), template, **context)
 
 
+SITUATION_END = "</situation>\n"
+
+
 def messages(system: str, template: str, **context: Any) -> list[dict[str, str]]:
-    return [{"role": "system", "content": system}, {"role": "user", "content": render(template, **context)}]
+    """The system message, then the rendered question: its ``<situation>`` block as one user
+    message and what is asked about it as another. The split is for the llama.cpp backend, which
+    keeps every message but the last as a reusable prefix (``simulation.llm.prefix_cache``): the
+    move a speaker chooses and the line they then say share one situation, read once."""
+    text = render(template, **context)
+    head, sep, tail = text.partition(SITUATION_END)
+    if sep and tail.strip():
+        return [{"role": "system", "content": system}, {"role": "user", "content": head + sep.rstrip("\n")},
+                {"role": "user", "content": tail}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": text}]

@@ -9,8 +9,8 @@ llama.cpp's server apply them: render the template with the real ``bos_token`` /
 texts (some templates write BOS themselves), tokenize with special tokens parsed, and put BOS
 first only when the metadata asks for it and the template has not already written it.
 
-The system chunk (the first message) is tokenized apart from the rest so the backend can keep
-it as a cached prefix (see ``simulation.llm.llamacpp``); BOS belongs to that chunk.
+Each message but the last is tokenized apart from the rest (``pieces``), so the backend can keep
+it as a cached prefix (see ``simulation.llm.prefix_cache``); BOS belongs to the first.
 
 ``answer_end`` is the token a finished assistant answer is followed by in this template
 (``<|im_end|>``, ``<|eot_id|>``, ``<end_of_turn>``...): scoring "7" as a whole answer means
@@ -67,20 +67,34 @@ class ChatFormat:
     def tokenize(self, text: str) -> list[int]:
         return self._llm.tokenize(text.encode(), add_bos=False, special=True)
 
-    def tokens(self, messages: list[dict[str, str]]) -> tuple[list[int], int]:
-        """The prompt's tokens (ending with the generation prompt), and how many of them are the
-        system chunk, BOS included (just BOS, or nothing, when there is no system message or the
-        template rewrites it)."""
-        has_system = bool(messages) and messages[0].get("role") == "system"
+    def pieces(self, messages: list[dict[str, str]]) -> tuple[list[int], tuple[int, ...]]:
+        """The prompt's tokens (ending with the generation prompt), and where its canonical pieces
+        end: after the first message (BOS included) and after each further message but the last,
+        each piece tokenized on its own (``simulation.llm.prefix_cache``). A template that renders
+        an earlier message differently once more follow (so a shorter render is no prefix of the
+        full one) ends the pieces there: the rest is one tail."""
         full = self.render(messages, True)
-        prefix = self.render(messages[:1], False) if has_system else ""
-        if not full.startswith(prefix):
-            prefix = ""
-        head = self.tokenize(prefix) if prefix else []
-        rest = self.tokenize(full[len(prefix):])
-        if self.add_bos and (head or rest)[:1] != [self.bos_id]:
-            head = [self.bos_id, *head]
-        return head + rest, len(head)
+        texts: list[str] = []
+        done = ""
+        for k in range(1, len(messages)):
+            try:
+                prefix = self.render(messages[:k], False)
+            except Exception:  # a template that refuses a conversation cut short
+                break
+            if not full.startswith(prefix) or len(prefix) <= len(done):
+                break
+            texts.append(prefix[len(done):])
+            done = prefix
+        tokens: list[int] = []
+        bounds: list[int] = []
+        for text in texts:
+            tokens += self.tokenize(text)
+            bounds.append(len(tokens))
+        tokens += self.tokenize(full[len(done):])
+        if self.add_bos and tokens[:1] != [self.bos_id]:
+            tokens = [self.bos_id, *tokens]
+            bounds = [b + 1 for b in bounds] or [1]
+        return tokens, tuple(b for b in bounds if b < len(tokens))
 
     def _answer_end(self) -> int:
         """The first token after an assistant answer's text in this template (the model's EOS

@@ -3,14 +3,11 @@
 JSON answers are constrained by a grammar compiled from the request's JSON schema (compiled
 once per schema).
 
-Prefix reuse without losing determinism: llama.cpp's logits depend (in the last bits) on how
-the prompt was split into decode batches, so naive KV-cache reuse makes an answer depend on
-whichever prompt ran before it. We evaluate every prompt in two canonical chunks, the system
-message (persona and rules) and the rest, and keep the cache holding exactly the system
-chunk. An answer is then bit-identical whether the prefix was cached or evaluated cold.
-Evaluated system chunks are also kept as saved llama.cpp states in a small LRU, one per
-persona: restoring a 400-token prefix takes about 0.2 s where evaluating it takes 1.5 s
-on two cores, and an agent's persona block is the same in every call it makes.
+Prefix reuse without losing determinism (``simulation.llm.prefix_cache``): every prompt is
+evaluated in canonical pieces, one per chat message before the last, so an answer is
+bit-identical whether its prefix was left in the KV cache, restored from a saved state or
+evaluated cold. Saved states (the persona, and every question's stable preamble) are shared by
+every backend object on the same loaded model. ``tokens`` counts what was reused.
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ import importlib.util
 import json
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import OnDone
 from simulation.llm.chat_format import ChatFormat
+from simulation.llm.prefix_cache import PrefixCache, TokenCounts
 from simulation.llm.scoring import ScoredOptions, log_softmax_at
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.paths import resolve_path
@@ -101,9 +98,14 @@ def _quiet_stderr():
 
 
 _LOADED: dict[tuple[str, int, int], list[Any]] = {}
-"""Models loaded in this process, with their user counts: a run's agents and an evaluation's
-judge on the same file share one copy. Sharing is safe because every request first puts the
-KV cache into the exact state it needs (``_prime`` checks the cached tokens)."""
+"""Models loaded in this process, with their user counts and their prefix cache: a run's agents
+and an evaluation's judge on the same file share one copy. Sharing is safe because every request
+first puts the KV cache into the exact state it needs (``PrefixCache.prime`` checks the cached
+tokens and piece boundaries)."""
+
+PREFIX_CACHE_MB = 1024
+"""Saved prefix states kept per loaded model: on the bundled model about 23 KB a token, so the
+persona and importance preambles of 25 people (about 1,000 and 1,300 tokens each) fit."""
 
 
 class LlamaCppBackend:
@@ -132,7 +134,7 @@ class LlamaCppBackend:
         model: str | Path | None = None,
         context_tokens: int = 2048,
         threads: int | None = None,
-        prefix_states: int = 32,
+        prefix_cache_mb: int = PREFIX_CACHE_MB,
     ):
         try:
             from llama_cpp import Llama
@@ -157,13 +159,20 @@ class LlamaCppBackend:
                                       verbose=False)
             except (ValueError, RuntimeError, OSError) as exc:
                 raise RunError(f"cannot load model {path}: {exc}") from None
-            _LOADED[self._key] = [self._llm, 1]
+            _LOADED[self._key] = [self._llm, 1, PrefixCache(self._llm, prefix_cache_mb << 20)]
         self._grammars: dict[str, Any] = {}
         self.chat = ChatFormat(self._llm)
-        self.prefix_hits = 0
-        self.prefix_restores = 0
-        self._states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
-        self._max_states = prefix_states
+        self.prefix: PrefixCache = _LOADED[self._key][2]
+        self.tokens = TokenCounts()
+        """Prompt tokens sent, reused from a cached prefix, and generated, by this backend object."""
+
+    @property
+    def prefix_hits(self) -> int:
+        return self.prefix.hits
+
+    @property
+    def prefix_restores(self) -> int:
+        return self.prefix.restores
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
         """The grammar for a schema, generating properties in the schema's own order (llama.cpp
@@ -179,46 +188,20 @@ class LlamaCppBackend:
                 self._grammars[key] = LlamaGrammar.from_string(gbnf, verbose=False)
         return self._grammars[key]
 
-    def _tokens(self, req: LLMRequest) -> tuple[list[int], int]:
-        """Prompt tokens, and how many of them are the system chunk (``ChatFormat.tokens``)."""
-        return self.chat.tokens(req.messages)
-
-    def _prime(self, tokens: list[int], n_prefix: int) -> None:
-        """Leave the KV cache holding exactly ``tokens[:n_prefix]``, evaluated canonically."""
-        llm = self._llm
-        if 0 < n_prefix <= llm.n_tokens and list(llm.input_ids[:n_prefix]) == tokens[:n_prefix]:
-            llm._ctx.kv_cache_seq_rm(-1, n_prefix, -1)
-            llm.n_tokens = n_prefix
-            self.prefix_hits += 1
-            return
-        llm.reset()
-        if not n_prefix:
-            return
-        key = tuple(tokens[:n_prefix])
-        state = self._states.get(key)
-        if state is not None:
-            llm.load_state(state)
-            self._states.move_to_end(key)
-            self.prefix_restores += 1
-            return
-        llm.eval(tokens[:n_prefix])
-        if self._max_states:
-            self._states[key] = llm.save_state()
-            while len(self._states) > self._max_states:
-                self._states.popitem(last=False)
+    def _prompt(self, req: LLMRequest) -> tuple[list[int], tuple[int, ...]]:
+        """Prompt tokens, and where its canonical pieces end (``ChatFormat.pieces``)."""
+        return self.chat.pieces(req.messages)
 
     def _one(self, req: LLMRequest) -> RawCompletion:
         started = time.perf_counter()
         try:
-            tokens, n_prefix = self._tokens(req)
+            tokens, bounds = self._prompt(req)
             if len(tokens) + req.max_tokens > self._llm.n_ctx():
                 raise ValueError(
                     f"prompt of {len(tokens)} tokens + max_tokens {req.max_tokens} exceeds the "
                     f"context window of {self._llm.n_ctx()}"
                 )
-            if n_prefix >= len(tokens):
-                n_prefix = 0
-            self._prime(tokens, n_prefix)
+            self.tokens.count(len(tokens), self.prefix.prime(tokens, bounds))
             out = self._llm.create_completion(
                 prompt=tokens,
                 grammar=self._grammar(req.json_schema) if req.json_schema else None,
@@ -228,9 +211,11 @@ class LlamaCppBackend:
             )
         except (ValueError, RuntimeError) as exc:  # prompt too long, decode failure
             self._llm.reset()
+            self.prefix.forget()
             return RawCompletion(text="", latency_s=time.perf_counter() - started, error=str(exc))
         choice = out["choices"][0]  # type: ignore[index]
         usage = out.get("usage") or {}  # type: ignore[union-attr]
+        self.tokens.generated += usage.get("completion_tokens", 0)
         return RawCompletion(
             text=choice.get("text") or "",
             prompt_tokens=usage.get("prompt_tokens", 0),
@@ -249,15 +234,13 @@ class LlamaCppBackend:
         llm = self._llm
         options = req.options or []
         try:
-            tokens, n_prefix = self._tokens(req)
+            tokens, bounds = self._prompt(req)
             spelled = [self.chat.tokenize(o) + [self.chat.answer_end] for o in options]
             longest = max((len(t) for t in spelled), default=0)
             if len(tokens) + longest > llm.n_ctx():
                 raise ValueError(f"prompt of {len(tokens)} tokens exceeds the context window of {llm.n_ctx()}")
-            if n_prefix >= len(tokens):
-                n_prefix = 0
-            self._prime(tokens, n_prefix)
-            llm.eval(tokens[n_prefix:])
+            self.tokens.count(len(tokens), self.prefix.prime(tokens, bounds))
+            llm.eval(tokens[bounds[-1] if bounds else 0:])
             base = llm.n_tokens
             n_vocab = llm.n_vocab()
 
@@ -276,8 +259,10 @@ class LlamaCppBackend:
                 llm._ctx.kv_cache_seq_rm(-1, base, -1)
                 llm.n_tokens = base
                 scores.append(logprob)
+            self.tokens.generated += evaluated
         except (ValueError, RuntimeError) as exc:
             llm.reset()
+            self.prefix.forget()
             return RawCompletion(text="", latency_s=time.perf_counter() - started, error=str(exc))
         return RawCompletion(text=ScoredOptions(scores, exact=True).to_text(), prompt_tokens=len(tokens),
                              completion_tokens=evaluated, latency_s=time.perf_counter() - started,
@@ -293,6 +278,15 @@ class LlamaCppBackend:
             if on_done:
                 on_done(i, results[i])  # type: ignore[arg-type]
         return results  # type: ignore[return-value]
+
+    def decoded(self) -> tuple[int, int]:
+        """llama.cpp's own count of tokens decoded since the model was loaded: in batches of more
+        than one (prompts) and one at a time (generation, scoring). The ground truth that
+        ``tokens`` is checked against (``bench/day.py``); shared by every user of the model."""
+        from llama_cpp import llama_cpp as lib
+
+        data = lib.llama_perf_context(self._llm._ctx.ctx)
+        return int(data.n_p_eval), int(data.n_eval)
 
     def close(self) -> None:
         """Release this user of the model; the last one frees it."""

@@ -9,6 +9,18 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
+def asked(messages: list[dict[str, str]]) -> str:
+    """What the last turn of a chat asks: its user messages after the last answer, joined. The
+    engine sends a question as two user messages, the situation and what is asked about it
+    (``simulation.cognition.prompts.messages``); a reader of the whole question reads this."""
+    turn: list[str] = []
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            break
+        turn.append(message.get("content", ""))
+    return "\n".join(reversed(turn))
+
+
 class LLMRequest(BaseModel):
     """One chat completion the engine needs. Everything that determines the answer is here."""
 

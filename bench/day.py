@@ -1,0 +1,258 @@
+"""A game day of the 25-person town on two CPU cores: where the time goes, game hour by game hour.
+
+    .venv/bin/python bench/day.py                          # 25 people, 07:00 to 23:00, bundled model
+    .venv/bin/python bench/day.py --hours 2 --agents 8     # a shorter look
+    .venv/bin/python bench/day.py --scripted --hours 1     # the scripted test double: a quick check
+
+The flagship's eight people and seventeen townsfolk (``bench/town.py``'s town), replay cache off,
+from 07:00 for ``--hours`` game hours. Per game hour it prints the wall time, LLM calls, prompt
+tokens (run.db), of which evaluated (llama.cpp's own counter of tokens decoded in batches) and
+reused from a cached prefix (the rest), generated tokens, and the share of wall time spent
+outside the LLM; then the totals and **the physical limit**: the evaluated and generated tokens at this
+machine's own prompt and generation speeds, measured in the same process before the day starts.
+The wall time cannot go below it without evaluating fewer tokens, so the gap between the two is
+what the engine and the backend's bookkeeping cost.
+
+The goal (issue 17): a day under 30 minutes, at most 1,300 evaluated prompt tokens per person per
+game hour, at least 70 % of prompt tokens reused. Writes ``day.json``, ``day.csv`` and ``day.png``
+into ``--out``. Run it on an idle machine: llama.cpp slows by 10x or more beside another process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from rich.console import Console  # noqa: E402
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
+from rich.table import Table  # noqa: E402
+from town import Timed, town_of, warm_embedder  # noqa: E402
+
+from simulation import Simulation  # noqa: E402
+from simulation.llm.factory import build_backend  # noqa: E402
+from simulation.llm.llamacpp import LlamaCppBackend  # noqa: E402
+
+GOAL_EVALUATED = 1300
+GOAL_REUSED = 0.70
+GOAL_DAY_S = 30 * 60
+
+
+@dataclass
+class Hour:
+    hour: str
+    wall_s: float
+    llm_s: float
+    calls: int
+    prompt: int
+    evaluated: int
+    reused: int
+    generated: int
+    llama_prompt: int
+    """Tokens llama.cpp decoded in batches (prompt pieces), by its own counters: ``evaluated``."""
+    llama_single: int
+    """Tokens llama.cpp decoded one at a time (generation, scoring, one-token prompt rests)."""
+
+    @property
+    def outside(self) -> float:
+        return 1 - self.llm_s / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def reused_share(self) -> float:
+        return self.reused / self.prompt if self.prompt else 0.0
+
+
+def machine_speed(backend: LlamaCppBackend, console: Console) -> tuple[float, float]:
+    """Prompt and generation tokens per second of this machine on this model: one cold 512-token
+    prompt, then 64 generated tokens (no grammar), three times; the best of three."""
+    filler = " ".join(f"word{i}" for i in range(400))
+    best_pp = best_tg = 0.0
+    llm = backend._llm
+    prompt = llm.tokenize(filler.encode(), add_bos=False)[:512]
+    for _ in range(3):
+        llm.reset()
+        start = time.perf_counter()
+        llm.eval(prompt)
+        best_pp = max(best_pp, len(prompt) / (time.perf_counter() - start))
+        llm.reset()
+        llm.eval(prompt[:16])
+        start = time.perf_counter()
+        for token in prompt[16:80]:
+            llm.eval([token])
+        best_tg = max(best_tg, 64 / (time.perf_counter() - start))
+    llm.reset()
+    if hasattr(backend, "prefix"):
+        backend.prefix.forget()
+    console.print(f"this machine: {best_pp:.0f} prompt tokens/s, {best_tg:.0f} generated tokens/s "
+                  "(bundled model, one stream)")
+    return best_pp, best_tg
+
+
+def llama_counters(backend: object) -> tuple[int, int]:
+    """llama.cpp's own count of tokens decoded since the model was loaded: in batches of more than
+    one (prompt pieces) and one at a time (generation, scoring). (0, 0) for another backend."""
+    llm = getattr(backend, "_llm", None)
+    if llm is None:
+        return 0, 0
+    from llama_cpp import llama_cpp as lib
+
+    data = lib.llama_perf_context(llm._ctx.ctx)
+    return int(data.n_p_eval), int(data.n_eval)
+
+
+def run_day(agents: int, hours: int, scripted: bool, out: Path, console: Console) -> tuple[list[Hour], dict]:
+    """The town for ``hours`` game hours; per game hour the wall and LLM seconds and llama.cpp's
+    decode counters at its end, then the calls and tokens of its ticks from run.db."""
+    loaded = town_of(agents)
+    tick_minutes = loaded.scenario.clock.tick_minutes
+    ticks = hours * 60 // tick_minutes
+    per_hour = 60 // tick_minutes
+    if scripted:
+        from scripted import ScriptedBackend
+
+        inner = ScriptedBackend()
+    else:
+        inner = build_backend(loaded.scenario.llm, Path(loaded.path).parent)
+    speeds = machine_speed(inner, console) if isinstance(inner, LlamaCppBackend) else (0.0, 0.0)
+    backend = Timed(inner)
+    marks: list[tuple[float, float, tuple[int, int]]] = []
+    try:
+        with Simulation.from_scenario(loaded, backend=backend, out=out, ticks=ticks) as sim, Progress(
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("ticks"),
+                TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task(f"{agents} people, {hours} game hours", total=ticks)
+            marks.append((time.perf_counter(), backend.seconds, llama_counters(inner)))
+
+            def on_tick(s: Simulation) -> None:
+                bar.update(task, advance=1, description=f"{agents} people, {s.now:%H:%M}")
+                if (s.tick + 1) % per_hour == 0 or s.tick + 1 == ticks:
+                    marks.append((time.perf_counter(), backend.seconds, llama_counters(inner)))
+
+            sim.run(on_tick=on_tick)
+            run_dir = sim.run_dir
+            per_tick = {r[0]: r[1:] for r in sim.db.conn.execute(
+                "select tick, count(*), sum(prompt_tokens), sum(completion_tokens) from llm_calls "
+                "where run_id = ? and tick < ? and purpose not like 'probe%' group by tick", [sim.run_id, ticks])}
+    finally:
+        backend.close()
+    counted = getattr(inner, "tokens", None)
+    rows = []
+    start = loaded.scenario.clock.start
+    for h in range(len(marks) - 1):
+        (t0, l0, d0), (t1, l1, d1) = marks[h], marks[h + 1]
+        sums = [sum(per_tick.get(t, (0, 0, 0))[i] or 0 for t in range(h * per_hour, (h + 1) * per_hour))
+                for i in range(3)]
+        evaluated = d1[0] - d0[0] if speeds[0] else 0
+        rows.append(Hour(f"{start.hour + h:02d}:00", t1 - t0, l1 - l0, sums[0], sums[1], evaluated,
+                         max(0, sums[1] - evaluated) if speeds[0] else 0, sums[2], d1[0] - d0[0], d1[1] - d0[1]))
+    return rows, {"agents": agents, "hours": hours, "ticks": ticks, "prompt_tok_s": speeds[0],
+                  "generated_tok_s": speeds[1], "run_dir": str(run_dir), "model": inner.model_id,
+                  "backend_counted": vars(counted) if counted is not None else None}
+
+
+def limit_s(evaluated: int, generated: int, pp: float, tg: float) -> float:
+    return (evaluated / pp if pp else 0.0) + (generated / tg if tg else 0.0)
+
+
+def report(rows: list[Hour], info: dict, out: Path, console: Console) -> None:
+    pp, tg, n = info["prompt_tok_s"], info["generated_tok_s"], info["agents"]
+    table = Table(title=f"{n} people, {info['hours']} game hours from 07:00 ({info['model']}, replay cache off)")
+    for col in ("game hour", "wall s", "calls", "prompt tok", "evaluated", "reused", "generated",
+                "eval/person", "outside LLM", "limit s"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(r.hour, f"{r.wall_s:.0f}", str(r.calls), f"{r.prompt:,}", f"{r.evaluated:,}",
+                      f"{r.reused_share:.0%}", f"{r.generated:,}", f"{r.evaluated / n:,.0f}", f"{r.outside:.1%}",
+                      f"{limit_s(r.evaluated, r.generated, pp, tg):.0f}")
+    tot = Hour("total", *(sum(getattr(r, f) for r in rows) for f in
+                          ("wall_s", "llm_s", "calls", "prompt", "evaluated", "reused", "generated", "llama_prompt",
+                           "llama_single")))
+    hours = len(rows)
+    table.add_row("total", f"{tot.wall_s:.0f}", str(tot.calls), f"{tot.prompt:,}", f"{tot.evaluated:,}",
+                  f"{tot.reused_share:.0%}", f"{tot.generated:,}", f"{tot.evaluated / n / max(1, hours):,.0f}/h",
+                  f"{tot.outside:.1%}", f"{limit_s(tot.evaluated, tot.generated, pp, tg):.0f}", style="bold")
+    console.print(table)
+    limit = limit_s(tot.evaluated, tot.generated, pp, tg)
+    if pp:
+        console.print(f"physical limit at {pp:.0f} prompt / {tg:.0f} generated tok/s: {limit:.0f} s; wall "
+                      f"{tot.wall_s:.0f} s ({tot.wall_s / limit:.2f}x the limit)" if limit else "")
+        counted = info.get("backend_counted")
+        console.print(f"llama.cpp's own counters: {tot.llama_prompt:,} tokens decoded in batches (the evaluated "
+                      f"column), {tot.llama_single:,} one at a time (generated, and options scored)"
+                      + (f"; the backend's own count over the whole run, probes included: {counted['prompt']:,} "
+                         f"prompt tokens, {counted['prompt'] - counted['reused']:,} evaluated"
+                         if counted else ""))
+    per_day = tot.wall_s / max(1, hours) * 16
+    console.print(f"goals: day {per_day / 60:.1f} min projected to 16 game hours (goal < {GOAL_DAY_S // 60}); "
+                  f"{tot.evaluated / n / max(1, hours):,.0f} evaluated tokens per person-hour (goal <= "
+                  f"{GOAL_EVALUATED:,}); {tot.reused_share:.0%} reused (goal >= {GOAL_REUSED:.0%})")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "day.json").write_text(json.dumps({**info, "hours_table": [asdict(r) for r in rows],
+                                              "limit_s": limit}, indent=2) + "\n", encoding="utf-8")
+    with (out / "day.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([*asdict(rows[0]).keys(), "reused_share", "outside_llm", "limit_s"])
+        for r in rows:
+            writer.writerow([*asdict(r).values(), round(r.reused_share, 4), round(r.outside, 4),
+                             round(limit_s(r.evaluated, r.generated, pp, tg), 1)])
+    plot(rows, info, out / "day.png")
+    console.print(f"wrote {out / 'day.json'}, {out / 'day.csv'}, {out / 'day.png'}")
+
+
+def plot(rows: list[Hour], info: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pp, tg = info["prompt_tok_s"], info["generated_tok_s"]
+    xs = range(len(rows))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4))
+    a.bar(xs, [r.wall_s for r in rows], color="#ced4da", label="wall time")
+    if pp:
+        a.bar(xs, [r.evaluated / pp for r in rows], color="#1c7ed6", label="prompt evaluation at machine speed")
+        a.bar(xs, [r.generated / tg for r in rows], bottom=[r.evaluated / pp for r in rows], color="#f08c00",
+              label="generation at machine speed")
+    a.set_xticks(list(xs), [r.hour for r in rows], rotation=45)
+    a.set_ylabel("seconds per game hour")
+    a.legend(fontsize=8)
+    a.set_title(f"{info['agents']} people: wall time per game hour")
+    b.bar(xs, [r.reused / info["agents"] for r in rows], color="#2b8a3e", label="reused from a cached prefix")
+    b.bar(xs, [r.evaluated / info["agents"] for r in rows], bottom=[r.reused / info["agents"] for r in rows],
+          color="#e03131", label="evaluated")
+    b.axhline(GOAL_EVALUATED, color="black", linestyle="--", linewidth=1, label=f"goal: {GOAL_EVALUATED} evaluated")
+    b.set_xticks(list(xs), [r.hour for r in rows], rotation=45)
+    b.set_ylabel("prompt tokens per person")
+    b.legend(fontsize=8)
+    b.set_title("prompt tokens per person per game hour")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--agents", type=int, default=25)
+    ap.add_argument("--hours", type=int, default=16, help="game hours from 07:00 (16 = to 23:00)")
+    ap.add_argument("--scripted", action="store_true", help="the scripted test double instead of the bundled model")
+    ap.add_argument("--out", type=Path, default=None, help="folder for the run and day.json/csv/png (default: temp)")
+    args = ap.parse_args()
+    console = Console(width=max(120, Console().width))
+    warm_embedder()
+    out = args.out or Path(tempfile.mkdtemp(prefix="agora-day-"))
+    rows, info = run_day(args.agents, args.hours, args.scripted, out / "runs", console)
+    report(rows, info, out, console)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Evaluate each prompt token once: canonical prefix reuse for the llama.cpp backend.
+
+Why canonical: llama.cpp's logits depend, in the last bits, on how a prompt was split into
+decode batches, so plain KV-cache reuse would make an answer depend on whatever ran before it.
+Every prompt is therefore evaluated in **pieces fixed by the prompt itself**: one per chat
+message before the last (``ChatFormat.pieces``: the system message with BOS, then each further
+message), then the last message with the generation prompt (the tail, evaluated by the
+completion call). A piece is always evaluated alone, so the KV cache after a piece boundary is
+the same bits whether it was evaluated just now, left in the cache by the previous request, or
+restored from a saved state. An answer therefore never depends on what ran before it
+(``tests/test_llm.py``), and the guarantee is the backend's, not the caller's.
+
+What is reused:
+
+- **In the cache**: the previous request's pieces, up to the longest boundary both requests share
+  (same tokens, same piece boundaries): a person's next question after their last one;
+- **Saved states**: at two boundaries of every prompt, the system message (a person's persona,
+  the same in every call they make) and all messages but the last (a question's stable
+  preamble: the importance scale with its rated examples, say), the KV of sequence 0 is copied
+  out (``llama_state_seq_get_data``, only the cells in use, about 23 KB a token on the bundled
+  model) into an LRU bounded in bytes, and copied back when a later prompt starts the same way.
+
+So the way to make a prompt cheap is to put what is stable first, in messages of its own, and
+what changes in the last message. ``TokenCounts`` says how well that works (``bench/day.py``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PrefixCache", "TokenCounts"]
+
+
+@dataclass
+class TokenCounts:
+    """What a backend's requests cost in tokens: ``prompt`` tokens in all, of which ``reused``
+    came from a cached prefix (left in the KV cache or restored from a saved state) and the rest
+    were evaluated; ``generated`` tokens (for a scored request, the options' tokens evaluated one
+    by one). ``bench/day.py`` reads it per game hour."""
+
+    requests: int = 0
+    prompt: int = 0
+    reused: int = 0
+    generated: int = 0
+
+    @property
+    def evaluated(self) -> int:
+        return self.prompt - self.reused
+
+    def count(self, prompt: int, reused: int) -> None:
+        self.requests += 1
+        self.prompt += prompt
+        self.reused += reused
+
+    def copy(self) -> TokenCounts:
+        return TokenCounts(self.requests, self.prompt, self.reused, self.generated)
+
+
+@dataclass(frozen=True)
+class _Saved:
+    data: bytes
+    n_tokens: int
+
+
+class PrefixCache:
+    """The canonical pieces of the prompt in the KV cache, and saved states of earlier prefixes,
+    for one loaded model (shared by every backend object using it)."""
+
+    def __init__(self, llm: Any, budget_bytes: int = 1 << 30):
+        self.llm = llm
+        self.budget = budget_bytes
+        self.bounds: tuple[int, ...] = ()
+        """Piece boundaries of what the KV cache holds canonically (beyond the last: a tail and
+        generated tokens, never reused)."""
+        self._states: OrderedDict[tuple[tuple[int, ...], tuple[int, ...]], _Saved] = OrderedDict()
+        self.bytes = 0
+        self.hits = 0
+        """Requests that found their prefix still in the KV cache."""
+        self.restores = 0
+        """Requests that restored a saved prefix state."""
+
+    def clear(self) -> None:
+        """Drop every saved state and trust nothing in the KV cache: the next prompt is evaluated cold."""
+        self._states.clear()
+        self.bytes = 0
+        self.forget()
+
+    def forget(self) -> None:
+        """The KV cache was changed behind this object's back (a reset, an error): trust none of it."""
+        self.bounds = ()
+
+    def prime(self, tokens: list[int], bounds: tuple[int, ...]) -> int:
+        """Leave the KV cache holding exactly ``tokens[:bounds[-1]]`` (nothing when there are no
+        bounds), each piece evaluated alone; returns how many of those tokens were reused."""
+        llm = self.llm
+        if not bounds:
+            llm.reset()
+            self.forget()
+            return 0
+        kept = self._in_cache(tokens, bounds)
+        longer = [i for i, b in enumerate(bounds) if b > kept and self._key(tokens, bounds, i) in self._states]
+        if longer:  # a saved state goes further than what the cache still holds
+            kept = self._restore(tokens, bounds, longer[-1])
+        elif kept:
+            llm._ctx.kv_cache_seq_rm(-1, kept, -1)
+            llm.n_tokens = kept
+            self.hits += 1
+        else:
+            llm.reset()
+            llm._ctx.kv_cache_clear()
+        reused = kept
+        start = kept
+        saves = {bounds[0], bounds[-1]}
+        for end in bounds:
+            if end <= start:
+                continue
+            llm.eval(tokens[start:end])
+            start = end
+            if end in saves:
+                self._save(tokens[:end], bounds[: bounds.index(end) + 1])
+        self.bounds = bounds
+        return reused
+
+    def _in_cache(self, tokens: list[int], bounds: tuple[int, ...]) -> int:
+        """The longest boundary up to which the KV cache already holds these pieces (0 if none)."""
+        llm = self.llm
+        shared = 0
+        for mine, theirs in zip(bounds, self.bounds):
+            if mine != theirs or mine > llm.n_tokens:
+                break
+            shared = mine
+        if shared and list(llm.input_ids[:shared]) == tokens[:shared]:
+            return shared
+        # the tokens may agree only up to an earlier shared boundary
+        for b in reversed([b for b in bounds if b < shared]):
+            if list(llm.input_ids[:b]) == tokens[:b]:
+                return b
+        return 0
+
+    @staticmethod
+    def _key(tokens: list[int], bounds: tuple[int, ...], i: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return tuple(tokens[: bounds[i]]), bounds[: i + 1]
+
+    def _restore(self, tokens: list[int], bounds: tuple[int, ...], i: int) -> int:
+        """Restore the saved state of the pieces up to ``bounds[i]`` into an empty KV cache."""
+        from llama_cpp import llama_cpp as lib
+
+        llm = self.llm
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        key = self._key(tokens, bounds, i)
+        saved = self._states[key]
+        buffer = (ctypes.c_uint8 * len(saved.data)).from_buffer_copy(saved.data)
+        if lib.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(saved.data), 0) != len(saved.data):
+            llm._ctx.kv_cache_clear()
+            return 0
+        llm.input_ids[: saved.n_tokens] = tokens[: saved.n_tokens]
+        llm.n_tokens = saved.n_tokens
+        llm._requires_eval = True
+        self._states.move_to_end(key)
+        self.restores += 1
+        return saved.n_tokens
+
+    def _save(self, prefix: list[int], bounds: tuple[int, ...]) -> None:
+        if self.budget <= 0:
+            return
+        key = (tuple(prefix), bounds)
+        if key in self._states:
+            self._states.move_to_end(key)
+            return
+        from llama_cpp import llama_cpp as lib
+
+        ctx = self.llm._ctx.ctx
+        size = lib.llama_state_seq_get_size(ctx, 0)
+        if size > self.budget:
+            return
+        buffer = (ctypes.c_uint8 * size)()
+        written = lib.llama_state_seq_get_data(ctx, buffer, size, 0)
+        self._states[key] = _Saved(ctypes.string_at(buffer, written), len(prefix))
+        self.bytes += written
+        while self.bytes > self.budget and self._states:
+            _, dropped = self._states.popitem(last=False)
+            self.bytes -= len(dropped.data)
+
+    def __len__(self) -> int:
+        return len(self._states)
