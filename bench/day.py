@@ -183,15 +183,23 @@ def report(rows: list[Hour], info: dict, out: Path, console: Console) -> None:
                   f"{tot.outside:.1%}", f"{limit_s(tot.evaluated, tot.generated, pp, tg):.0f}", style="bold")
     console.print(table)
     limit = limit_s(tot.evaluated, tot.generated, pp, tg)
+    counted = info.get("backend_counted")
     if pp:
         console.print(f"physical limit at {pp:.0f} prompt / {tg:.0f} generated tok/s: {limit:.0f} s; wall "
                       f"{tot.wall_s:.0f} s ({tot.wall_s / limit:.2f}x the limit)" if limit else "")
-        counted = info.get("backend_counted")
         console.print(f"llama.cpp's own counters: {tot.llama_prompt:,} tokens decoded in batches (the evaluated "
                       f"column), {tot.llama_single:,} one at a time (generated, and options scored)"
                       + (f"; the backend's own count over the whole run, probes included: {counted['prompt']:,} "
                          f"prompt tokens, {counted['prompt'] - counted['reused']:,} evaluated"
                          if counted else ""))
+    if counted and counted.get("by_purpose"):
+        by = Table(title="prompt tokens by question (the whole run, probes included; the backend's count)")
+        for col in ("purpose", "calls", "prompt tok", "per call", "evaluated per call", "reused"):
+            by.add_column(col, justify="right")
+        for purpose, (calls, prompt, reused) in sorted(counted["by_purpose"].items(), key=lambda kv: -kv[1][1] + kv[1][2]):
+            by.add_row(purpose, str(calls), f"{prompt:,}", f"{prompt / calls:,.0f}", f"{(prompt - reused) / calls:,.0f}",
+                       f"{reused / prompt:.0%}" if prompt else "-")
+        console.print(by)
     per_day = tot.wall_s / max(1, hours) * 16
     console.print(f"goals: day {per_day / 60:.1f} min projected to 16 game hours (goal < {GOAL_DAY_S // 60}); "
                   f"{tot.evaluated / n / max(1, hours):,.0f} evaluated tokens per person-hour (goal <= "

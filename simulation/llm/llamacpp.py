@@ -103,9 +103,10 @@ and an evaluation's judge on the same file share one copy. Sharing is safe becau
 first puts the KV cache into the exact state it needs (``PrefixCache.prime`` checks the cached
 tokens and piece boundaries)."""
 
-PREFIX_CACHE_MB = 1024
-"""Saved prefix states kept per loaded model: on the bundled model about 23 KB a token, so the
-persona and importance preambles of 25 people (about 1,000 and 1,300 tokens each) fit."""
+PREFIX_CACHE_MB = 3072
+"""Saved prefix states kept per loaded model, two thirds for personas and a third for longer
+preambles: on the bundled model about 23 KB a token, so the personas of 25 people (about 1,000
+tokens each in the flagship) take 575 MB, and their importance preambles (1,300) 750 MB."""
 
 
 class LlamaCppBackend:
@@ -159,7 +160,8 @@ class LlamaCppBackend:
                                       verbose=False)
             except (ValueError, RuntimeError, OSError) as exc:
                 raise RunError(f"cannot load model {path}: {exc}") from None
-            _LOADED[self._key] = [self._llm, 1, PrefixCache(self._llm, prefix_cache_mb << 20)]
+            _LOADED[self._key] = [self._llm, 1, PrefixCache(self._llm, (prefix_cache_mb << 20) * 2 // 3,
+                                                                (prefix_cache_mb << 20) // 3)]
         self._grammars: dict[str, Any] = {}
         self.chat = ChatFormat(self._llm)
         self.prefix: PrefixCache = _LOADED[self._key][2]
@@ -201,7 +203,7 @@ class LlamaCppBackend:
                     f"prompt of {len(tokens)} tokens + max_tokens {req.max_tokens} exceeds the "
                     f"context window of {self._llm.n_ctx()}"
                 )
-            self.tokens.count(len(tokens), self.prefix.prime(tokens, bounds))
+            self.tokens.count(len(tokens), self.prefix.prime(tokens, bounds), req.purpose)
             out = self._llm.create_completion(
                 prompt=tokens,
                 grammar=self._grammar(req.json_schema) if req.json_schema else None,
@@ -239,7 +241,7 @@ class LlamaCppBackend:
             longest = max((len(t) for t in spelled), default=0)
             if len(tokens) + longest > llm.n_ctx():
                 raise ValueError(f"prompt of {len(tokens)} tokens exceeds the context window of {llm.n_ctx()}")
-            self.tokens.count(len(tokens), self.prefix.prime(tokens, bounds))
+            self.tokens.count(len(tokens), self.prefix.prime(tokens, bounds), req.purpose)
             llm.eval(tokens[bounds[-1] if bounds else 0:])
             base = llm.n_tokens
             n_vocab = llm.n_vocab()

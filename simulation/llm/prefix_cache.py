@@ -18,7 +18,8 @@ What is reused:
   the same in every call they make) and all messages but the last (a question's stable
   preamble: the importance scale with its rated examples, say), the KV of sequence 0 is copied
   out (``llama_state_seq_get_data``, only the cells in use, about 23 KB a token on the bundled
-  model) into an LRU bounded in bytes, and copied back when a later prompt starts the same way.
+  model) and copied back when a later prompt starts the same way. Personas and longer preambles
+  are kept in two LRUs, each bounded in bytes, so one-off preambles never push out the personas.
 
 So the way to make a prompt cheap is to put what is stable first, in messages of its own, and
 what changes in the last message. ``TokenCounts`` says how well that works (``bench/day.py``).
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import ctypes
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PrefixCache", "TokenCounts"]
@@ -45,18 +46,29 @@ class TokenCounts:
     prompt: int = 0
     reused: int = 0
     generated: int = 0
+    by_purpose: dict[str, list[int]] = field(default_factory=dict)
+    """Purpose -> [requests, prompt tokens, reused tokens]: which questions cost what."""
 
     @property
     def evaluated(self) -> int:
         return self.prompt - self.reused
 
-    def count(self, prompt: int, reused: int) -> None:
+    def count(self, prompt: int, reused: int, purpose: str = "") -> None:
         self.requests += 1
         self.prompt += prompt
         self.reused += reused
+        row = self.by_purpose.setdefault(purpose, [0, 0, 0])
+        row[0] += 1
+        row[1] += prompt
+        row[2] += reused
 
     def copy(self) -> TokenCounts:
-        return TokenCounts(self.requests, self.prompt, self.reused, self.generated)
+        return TokenCounts(self.requests, self.prompt, self.reused, self.generated,
+                           {k: list(v) for k, v in self.by_purpose.items()})
+
+
+Key = tuple[tuple[int, ...], tuple[int, ...]]
+"""A saved prefix: its tokens and its piece boundaries."""
 
 
 @dataclass(frozen=True)
@@ -65,18 +77,47 @@ class _Saved:
     n_tokens: int
 
 
+class _Shelf:
+    """Saved states, least recently used dropped first once their bytes pass the budget."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.bytes = 0
+        self.items: OrderedDict[Key, _Saved] = OrderedDict()
+
+    def get(self, key: Key) -> _Saved | None:
+        found = self.items.get(key)
+        if found is not None:
+            self.items.move_to_end(key)
+        return found
+
+    def put(self, key: Key, saved: _Saved) -> None:
+        self.items[key] = saved
+        self.bytes += len(saved.data)
+        while self.bytes > self.budget and self.items:
+            _, dropped = self.items.popitem(last=False)
+            self.bytes -= len(dropped.data)
+
+    def clear(self) -> None:
+        self.items.clear()
+        self.bytes = 0
+
+
 class PrefixCache:
     """The canonical pieces of the prompt in the KV cache, and saved states of earlier prefixes,
     for one loaded model (shared by every backend object using it)."""
 
-    def __init__(self, llm: Any, budget_bytes: int = 1 << 30):
+    def __init__(self, llm: Any, persona_bytes: int = 2 << 30, preamble_bytes: int = 1 << 30):
         self.llm = llm
-        self.budget = budget_bytes
         self.bounds: tuple[int, ...] = ()
         """Piece boundaries of what the KV cache holds canonically (beyond the last: a tail and
         generated tokens, never reused)."""
-        self._states: OrderedDict[tuple[tuple[int, ...], tuple[int, ...]], _Saved] = OrderedDict()
-        self.bytes = 0
+        self.personas = _Shelf(persona_bytes)
+        """First pieces (a system message: a person's rules and persona), kept apart so that the many
+        one-off preambles never push out the few personas every call starts with."""
+        self.preambles = _Shelf(preamble_bytes)
+        """Longer prefixes (all messages but the last: a situation asked about twice, the importance
+        question's rated examples)."""
         self.hits = 0
         """Requests that found their prefix still in the KV cache."""
         self.restores = 0
@@ -84,8 +125,8 @@ class PrefixCache:
 
     def clear(self) -> None:
         """Drop every saved state and trust nothing in the KV cache: the next prompt is evaluated cold."""
-        self._states.clear()
-        self.bytes = 0
+        self.personas.clear()
+        self.preambles.clear()
         self.forget()
 
     def forget(self) -> None:
@@ -101,7 +142,7 @@ class PrefixCache:
             self.forget()
             return 0
         kept = self._in_cache(tokens, bounds)
-        longer = [i for i, b in enumerate(bounds) if b > kept and self._key(tokens, bounds, i) in self._states]
+        longer = [i for i, b in enumerate(bounds) if b > kept and self._key(tokens, bounds, i) in self._shelf(i).items]
         if longer:  # a saved state goes further than what the cache still holds
             kept = self._restore(tokens, bounds, longer[-1])
         elif kept:
@@ -141,8 +182,15 @@ class PrefixCache:
         return 0
 
     @staticmethod
-    def _key(tokens: list[int], bounds: tuple[int, ...], i: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def _key(tokens: list[int], bounds: tuple[int, ...], i: int) -> Key:
         return tuple(tokens[: bounds[i]]), bounds[: i + 1]
+
+    def _shelf(self, i: int) -> _Shelf:
+        return self.personas if i == 0 else self.preambles
+
+    @property
+    def bytes(self) -> int:
+        return self.personas.bytes + self.preambles.bytes
 
     def _restore(self, tokens: list[int], bounds: tuple[int, ...], i: int) -> int:
         """Restore the saved state of the pieces up to ``bounds[i]`` into an empty KV cache."""
@@ -152,7 +200,8 @@ class PrefixCache:
         llm.reset()
         llm._ctx.kv_cache_clear()
         key = self._key(tokens, bounds, i)
-        saved = self._states[key]
+        saved = self._shelf(i).get(key)
+        assert saved is not None
         buffer = (ctypes.c_uint8 * len(saved.data)).from_buffer_copy(saved.data)
         if lib.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(saved.data), 0) != len(saved.data):
             llm._ctx.kv_cache_clear()
@@ -160,30 +209,23 @@ class PrefixCache:
         llm.input_ids[: saved.n_tokens] = tokens[: saved.n_tokens]
         llm.n_tokens = saved.n_tokens
         llm._requires_eval = True
-        self._states.move_to_end(key)
         self.restores += 1
         return saved.n_tokens
 
     def _save(self, prefix: list[int], bounds: tuple[int, ...]) -> None:
-        if self.budget <= 0:
-            return
+        shelf = self._shelf(len(bounds) - 1)
         key = (tuple(prefix), bounds)
-        if key in self._states:
-            self._states.move_to_end(key)
+        if shelf.budget <= 0 or shelf.get(key) is not None:
             return
         from llama_cpp import llama_cpp as lib
 
         ctx = self.llm._ctx.ctx
         size = lib.llama_state_seq_get_size(ctx, 0)
-        if size > self.budget:
+        if size > shelf.budget:
             return
         buffer = (ctypes.c_uint8 * size)()
         written = lib.llama_state_seq_get_data(ctx, buffer, size, 0)
-        self._states[key] = _Saved(ctypes.string_at(buffer, written), len(prefix))
-        self.bytes += written
-        while self.bytes > self.budget and self._states:
-            _, dropped = self._states.popitem(last=False)
-            self.bytes -= len(dropped.data)
+        shelf.put(key, _Saved(ctypes.string_at(buffer, written), len(prefix)))
 
     def __len__(self) -> int:
-        return len(self._states)
+        return len(self.personas.items) + len(self.preambles.items)
