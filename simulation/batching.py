@@ -99,6 +99,7 @@ class BatchLoop(asyncio.SelectorEventLoop):
         self._idle_since: float | None = None
         self.last_request: dict[str, str] = {}
         """Agent (or other requester) -> 'batcher purpose' of its latest request, for the watchdog."""
+        self.set_exception_handler(_quiet_on_interrupt)
 
     # ------------------------------------------------------------------ batchers
 
@@ -172,6 +173,15 @@ class BatchLoop(asyncio.SelectorEventLoop):
         return (f"phase {self._phase_name!r} is stuck: its coroutines wait on something no batch will answer "
                 f"(no request pending, none in flight, no timer) for {self.stall_s:g} s. Still waiting:\n"
                 + ("\n".join(lines) or "  (no task: the phase itself waits)"))
+
+
+def _quiet_on_interrupt(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio's report of a task whose exception nobody read, except for Ctrl-C: a KeyboardInterrupt
+    that lands inside an agent's coroutine stops the run (and is reported once, as a stop), and the
+    task it left behind must not print a traceback when it is collected."""
+    if isinstance(context.get("exception"), (KeyboardInterrupt, SystemExit)):
+        return
+    loop.default_exception_handler(context)
 
 
 def _where(task: asyncio.Task[Any]) -> str:

@@ -93,8 +93,12 @@ class TownModel(mesa.Model):
             self.memory.buffer = self.buffer
         self.memory.set_time(0, self.now)
         self.social = SocialGraph([rp.persona.id for rp in loaded.people])
-        places = [(pid, f"{place.name} ({place.kind})") for pid, place in self.town.places.items()]
         for rp in loaded.people:
+            # the town as this person needs it: every public place, and of the homes only their own
+            # (in the 25-person flagship the other 21 homes were half of every persona's tokens)
+            own = {rp.home, rp.start_place, rp.workplace}
+            places = [(pid, f"{place.name} ({place.kind})") for pid, place in self.town.places.items()
+                      if place.kind != "home" or pid in own]
             PersonaAgent(self, AgentState(
                 id=rp.persona.id, persona=rp.persona, home=rp.home, workplace=rp.workplace, place=rp.start_place,
                 crowd=rp.crowd,

@@ -334,3 +334,23 @@ def test_every_phase_completes_with_maximal_batches(progs, on_a_server):
     want_mem, want_llm = expected_batches(progs)
     assert backend.batches == want_llm
     assert sizes == want_mem
+
+
+def test_a_task_left_behind_by_ctrl_c_prints_no_traceback(caplog):
+    """A KeyboardInterrupt that lands inside an agent's coroutine leaves a task whose exception
+    nobody reads; asyncio would log it with a traceback when the task is collected, after the run
+    has already said it was stopped. Other unread exceptions are still reported."""
+    import logging
+
+    from simulation.batching import BatchLoop
+
+    loop = BatchLoop()
+    try:
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            loop.call_exception_handler({"message": "Task exception was never retrieved",
+                                         "exception": KeyboardInterrupt()})
+            assert not caplog.records
+            loop.call_exception_handler({"message": "Task exception was never retrieved", "exception": ValueError("x")})
+            assert [r.getMessage() for r in caplog.records] == ["Task exception was never retrieved"]
+    finally:
+        loop.close()

@@ -174,7 +174,6 @@ def _no_forged_tags(text: str) -> None:
     for line in text.split("\n"):
         if "<" in line or ">" in line:
             assert TAG_LINE.match(line) or line.startswith("Text inside <persona>"), line
-    assert "\u2039/" in text or MARKER not in text, "the injected tags were neutralised, not dropped"
 
 
 def _strings_blanked(value: Any) -> Any:
@@ -281,6 +280,8 @@ def test_injected_persona_and_scenario_text_stays_in_its_blocks(flagship, embedd
             _no_forged_tags(b["content"])
             if MARKER in b["content"]:
                 reached.add((bad.purpose.rstrip("0123456789"), b["role"]))
+        whole = "\n".join(m["content"] for m in bad.messages)  # a question's situation and ask are two messages
+        assert "\u2039/" in whole or MARKER not in whole, "the injected tags were neutralised, not dropped"
     # the injection really was in the prompts, in the system message and in every kind of question
     asked = {"plan", "react", "utterance", "recap", "importance", "questions", "insights", "probe"}
     assert ("plan", "system") in reached and {(purpose, "user") for purpose in asked} <= reached, reached
