@@ -235,9 +235,9 @@ def plot(rows: list[Hour], info: dict, path: Path) -> None:
     a.set_ylabel("seconds per game hour")
     a.legend(fontsize=8)
     a.set_title(f"{info['agents']} people: wall time per game hour")
-    b.bar(xs, [r.reused / info["agents"] for r in rows], color="#2b8a3e", label="reused from a cached prefix")
-    b.bar(xs, [r.evaluated / info["agents"] for r in rows], bottom=[r.reused / info["agents"] for r in rows],
-          color="#e03131", label="evaluated")
+    b.bar(xs, [r.evaluated / info["agents"] for r in rows], color="#e03131", label="evaluated")
+    b.bar(xs, [r.reused / info["agents"] for r in rows], bottom=[r.evaluated / info["agents"] for r in rows],
+          color="#2b8a3e", label="reused from a cached prefix")
     b.axhline(GOAL_EVALUATED, color="black", linestyle="--", linewidth=1, label=f"goal: {GOAL_EVALUATED} evaluated")
     b.set_xticks(list(xs), [r.hour for r in rows], rotation=45)
     b.set_ylabel("prompt tokens per person")
