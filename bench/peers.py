@@ -420,7 +420,7 @@ def main() -> None:
     parser.add_argument("--setup", action="store_true", help="create the peers' venvs and install them, then stop")
     parser.add_argument("--python", default=None, help="Python >= 3.12 for --setup (default: found on PATH/pyenv)")
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=max(140, Console().width))
 
     keys = [k.strip() for k in args.peers.split(",") if k.strip()]
     unknown = [k for k in keys if k not in PEERS]
