@@ -27,7 +27,8 @@ seen only by the proxy in bench/peers.py). One ``sample_choice`` can make up to 
 (Concordia's OpenAI class re-asks until the answer is exactly one of the options). When the 20 run
 out, Concordia raises ``InvalidResponseError`` and the whole simulation would stop; here
 the choice falls back to a random option (as Concordia's own ``RandomChoiceLanguageModel``) and is
-counted in ``choice_fallbacks`` and ``errors``.
+counted in ``choice_fallbacks`` and ``errors``; so is a next-action spec from the game master that
+Concordia cannot parse, which becomes a free-text turn (``lenient_action_specs``).
 
 Two adaptations to a local 2-core server, neither of which changes what Concordia asks: the
 request timeout is raised from Concordia's 60 s to ``--request-timeout`` (the engine makes the
@@ -209,6 +210,28 @@ def build_simulation(n_agents: int, model: Any, seed: int, acting_order: str) ->
     return simulation.Simulation(config=config, model=model, embedder=hashed_embedder())
 
 
+def lenient_action_specs(counter: Counter) -> None:
+    """When the game master's next-action spec cannot be parsed (a small model writes a sentence
+    where Concordia expects its format), the player gets a free-text turn with the default call
+    to action instead of the whole simulation stopping; counted like a choice fallback."""
+    from concordia.environment import engine as engine_lib
+    from concordia.typing import entity as entity_lib
+
+    strict = engine_lib.action_spec_parser
+
+    def parse(text: str) -> Any:
+        try:
+            return strict(text)
+        except RuntimeError as exc:
+            counter.choice_fallbacks += 1
+            if len(counter.fallback_samples) < 5:
+                counter.fallback_samples.append(f"RuntimeError: {str(exc)[:200]}")
+            return entity_lib.ActionSpec(call_to_action=entity_lib.DEFAULT_CALL_TO_ACTION,
+                                         output_type=entity_lib.OutputType.FREE)
+
+    engine_lib.action_spec_parser = parse
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True, help="OpenAI-compatible base URL, ending in /v1")
@@ -239,6 +262,7 @@ def main() -> None:
         result["version"] = metadata.version("gdm-concordia")
 
     counter = Counter()
+    lenient_action_specs(counter)
     limit = TurnLimit(args.steps * args.agents, args.budget_s)
     marks: dict[str, float] = {}
 
