@@ -50,35 +50,33 @@ class CallCounter:
         self.failures = 0
         self._lock = threading.Lock()
 
+    def _count(self, started: float, failed: bool) -> None:
+        with self._lock:
+            self.calls += 1
+            self.failures += failed
+            self.seconds += time.perf_counter() - started
+
     def wrap_sync(self, fn: Any) -> Any:
         def counted(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started, failed = time.perf_counter(), True
             try:
-                return fn(*args, **kwargs)
-            except Exception:
-                with self._lock:
-                    self.failures += 1
-                raise
+                result = fn(*args, **kwargs)
+                failed = False
+                return result
             finally:
-                with self._lock:
-                    self.calls += 1
-                    self.seconds += time.perf_counter() - started
+                self._count(started, failed)
 
         return counted
 
     def wrap_async(self, fn: Any) -> Any:
         async def counted(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started, failed = time.perf_counter(), True
             try:
-                return await fn(*args, **kwargs)
-            except Exception:
-                with self._lock:
-                    self.failures += 1
-                raise
+                result = await fn(*args, **kwargs)
+                failed = False
+                return result
             finally:
-                with self._lock:
-                    self.calls += 1
-                    self.seconds += time.perf_counter() - started
+                self._count(started, failed)
 
         return counted
 

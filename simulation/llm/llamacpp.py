@@ -281,15 +281,6 @@ class LlamaCppBackend:
                 on_done(i, results[i])  # type: ignore[arg-type]
         return results  # type: ignore[return-value]
 
-    def decoded(self) -> tuple[int, int]:
-        """llama.cpp's own count of tokens decoded since the model was loaded: in batches of more
-        than one (prompts) and one at a time (generation, scoring). The ground truth that
-        ``tokens`` is checked against (``bench/day.py``); shared by every user of the model."""
-        from llama_cpp import llama_cpp as lib
-
-        data = lib.llama_perf_context(self._llm._ctx.ctx)
-        return int(data.n_p_eval), int(data.n_eval)
-
     def close(self) -> None:
         """Release this user of the model; the last one frees it."""
         entry = _LOADED.get(self._key)
