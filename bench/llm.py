@@ -3,6 +3,12 @@ asked one by one (sequential) and through the batching client (one batch); then 
 from the replay cache. Prints a table of wall time, calls/s, tokens/s and the ratios, and
 checks that batched answers equal sequential ones (seeds never depend on the batch).
 
+For ``llamacpp`` the batch is also asked of a backend with one sequence (``--sequences 1``: the
+batch's answers generated one after another, as before batched decoding) beside the default
+(``simulation.llm.llamacpp.SEQUENCES`` sequences: the answers generated together, one decode
+step per token of the batch), so the two are measured in the same run on the same requests;
+the ``decode steps`` column counts the generation decodes each took.
+
     .venv/bin/python bench/llm.py [--agents 8,32] [--backends llamacpp,openai] [--servers 1]
 
 Backends: ``llamacpp`` (in process), ``openai`` (llama-cpp-python's own server on loopback,
@@ -72,21 +78,27 @@ def ask_all(client: LLMClient, prompts: list[list[dict[str, str]]], batched: boo
 
 def measure(label: str, backend: Any, prompts: list, batched: bool, max_tokens: int) -> dict[str, Any]:
     client = LLMClient(backend, run_seed=11, temperature=0.7, max_tokens=max_tokens)
+    inner = getattr(backend, "inner", backend)
+    if hasattr(inner, "prefix"):  # every pass starts cold: no saved prefix from the pass before
+        inner.prefix.clear()
+    seqs = getattr(inner, "seqs", None)
+    steps0 = seqs.steps if seqs is not None else 0
     start = time.perf_counter()
     answers = ask_all(client, prompts, batched)
     wall = time.perf_counter() - start
     s = client.stats
     return {"label": label, "wall": wall, "calls": s.calls, "batches": s.batches, "hits": s.cache_hits,
+            "steps": seqs.steps - steps0 if seqs is not None else None,
             "prompt": s.prompt_tokens, "completion": s.completion_tokens, "failures": s.parse_failures,
             "answers": [a.value.model_dump_json() for a in answers]}
 
 
-def build(name: str, stack: ExitStack, servers: int, vllm_model: str | None) -> Any:
+def build(name: str, stack: ExitStack, servers: int, vllm_model: str | None, sequences: int | None = None) -> Any:
     threads = os.cpu_count() or 2
     if name == "llamacpp":
-        from simulation.llm.llamacpp import LlamaCppBackend
+        from simulation.llm.llamacpp import SEQUENCES, LlamaCppBackend
 
-        return LlamaCppBackend(threads=threads)
+        return LlamaCppBackend(threads=threads, sequences=sequences or SEQUENCES)
     if name == "openai":
         from llm_servers import llama_server
 
@@ -152,7 +164,7 @@ def main() -> None:
     console = Console(width=170)
     table = Table(title=f"LLM layer on {os.cpu_count()} CPU cores (SmolLM2-135M Q4_1 unless noted)")
     for col in ("backend", "agents", "mode", "wall s", "calls/s", "prompt tok/s", "gen tok/s", "batches",
-                "cache hits", "parse fail", "vs sequential", "same answers"):
+                "decode steps", "cache hits", "parse fail", "vs sequential", "same answers"):
         table.add_column(col, justify="left" if col in ("backend", "mode") else "right")
     for name in args.backends.split(","):
         for n in (int(x) for x in args.agents.split(",")):
@@ -171,8 +183,14 @@ def main() -> None:
                 if not args.no_sequential:
                     seq = measure("sequential", raw, prompts, batched=False, max_tokens=args.max_tokens)
                     _add(table, name, n, seq, None, None)
+                if name == "llamacpp":
+                    one = build(name, stack, args.servers, args.vllm_model, sequences=1)
+                    stack.callback(one.close)
+                    single = measure("batched, 1 sequence", one, prompts, batched=True, max_tokens=args.max_tokens)
+                    _add(table, name, n, single, seq, seq["answers"] == single["answers"] if seq else None)
                 cached = CachedBackend(raw, ReplayCache(Path(tmp) / "c.sqlite"))
-                batched = measure("batched", cached, prompts, batched=True, max_tokens=args.max_tokens)
+                label = f"batched, {raw.seqs.n_seq} sequences" if name == "llamacpp" else "batched"
+                batched = measure(label, cached, prompts, batched=True, max_tokens=args.max_tokens)
                 _add(table, name, n, batched, seq, seq["answers"] == batched["answers"] if seq else None)
                 replay = measure("cached replay", cached, prompts, batched=True, max_tokens=args.max_tokens)
                 _add(table, name, n, replay, batched, replay["answers"] == batched["answers"])
@@ -187,7 +205,8 @@ def _add(table: Table, backend: str, n: int, row: dict[str, Any], base: dict[str
     fresh = row["calls"] - row["hits"]
     table.add_row(backend, str(n), row["label"], f"{wall:.2f}", f"{row['calls'] / wall:.2f}",
                   f"{row['prompt'] / wall:.0f}" if fresh else "-", f"{row['completion'] / wall:.1f}" if fresh else "-",
-                  str(row["batches"]), str(row["hits"]), str(row["failures"]), ratio,
+                  str(row["batches"]), "-" if row.get("steps") is None else str(row["steps"]), str(row["hits"]),
+                  str(row["failures"]), ratio,
                   "-" if same is None else ("yes" if same else "NO"))
 
 

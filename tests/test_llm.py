@@ -257,6 +257,26 @@ def test_answers_do_not_depend_on_what_ran_before(llama, answered):
 
 
 @pytest.mark.slow
+def test_a_batch_is_generated_together_and_answers_as_if_each_were_alone(llama, answered):
+    """A batch's answers are decoded together (one decode step per token of the batch, so fewer
+    steps than tokens), in separate sequences, and are the same bits as those of a backend that
+    generates one answer at a time."""
+    from simulation.llm.llamacpp import LlamaCppBackend
+
+    steps = llama.seqs.steps
+    again = llama.generate(_requests())
+    assert [o.text for o in again] == [o.text for o in answered]
+    generated = sum(o.completion_tokens for o in again)
+    assert llama.seqs.steps - steps <= max(o.completion_tokens for o in again) < generated
+    one = LlamaCppBackend(sequences=1)
+    try:
+        assert one.seqs is not llama.seqs and one.seqs.n_seq == 1
+        assert [o.text for o in one.generate(_requests())] == [o.text for o in answered]
+    finally:
+        one.close()
+
+
+@pytest.mark.slow
 def test_a_stable_preamble_of_several_messages_is_evaluated_once_and_answers_alike(llama):
     """A question whose earlier messages are stable (a persona, then rated examples as earlier
     turns, as the importance question is asked) and whose last message changes: from the second

@@ -222,10 +222,10 @@ def lenient_action_specs(counter: Counter) -> None:
     def parse(text: str) -> Any:
         try:
             return strict(text)
-        except RuntimeError as exc:
+        except (RuntimeError, ValueError, TypeError, KeyError) as exc:  # every way its parser meets prose
             counter.choice_fallbacks += 1
             if len(counter.fallback_samples) < 5:
-                counter.fallback_samples.append(f"RuntimeError: {str(exc)[:200]}")
+                counter.fallback_samples.append(f"{type(exc).__name__}: {str(exc)[:200]}")
             return entity_lib.ActionSpec(call_to_action=entity_lib.DEFAULT_CALL_TO_ACTION,
                                          output_type=entity_lib.OutputType.FREE)
 

@@ -8,6 +8,12 @@ evaluated in canonical pieces, one per chat message before the last, so an answe
 bit-identical whether its prefix was left in the KV cache, restored from a saved state or
 evaluated cold. Saved states (the persona, and every question's stable preamble) are shared by
 every backend object on the same loaded model. ``tokens`` counts what was reused.
+
+Batched decoding (``simulation.llm.sequences``): the generated answers of a batch are decoded
+together, up to ``sequences`` at a time, one sequence each: every prompt is evaluated alone in its
+own sequence, then each decode step generates one token of every unfinished answer. Each
+sequence has its own KV cells, so an answer is the same bits alone or beside others. Scored
+questions (options) are evaluated one at a time.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +34,7 @@ from simulation.llm.backend import OnDone
 from simulation.llm.chat_format import ChatFormat
 from simulation.llm.prefix_cache import PrefixCache, TokenCounts
 from simulation.llm.scoring import ScoredOptions, log_softmax_at
+from simulation.llm.sequences import DecodeError, Sequences
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.paths import resolve_path
 
@@ -97,11 +105,39 @@ def _quiet_stderr():
             os.close(fd)
 
 
-_LOADED: dict[tuple[str, int, int], list[Any]] = {}
-"""Models loaded in this process, with their user counts and their prefix cache: a run's agents
-and an evaluation's judge on the same file share one copy. Sharing is safe because every request
-first puts the KV cache into the exact state it needs (``PrefixCache.prime`` checks the cached
-tokens and piece boundaries)."""
+@dataclass
+class _Loaded:
+    """A model loaded in this process, its sequences and prefix cache, and how many use it."""
+
+    llm: Any
+    seqs: Sequences
+    prefix: PrefixCache
+    users: int = 1
+
+
+_LOADED: dict[tuple[str, int, int, int], _Loaded] = {}
+"""Models loaded in this process: a run's agents and an evaluation's judge on the same file
+share one copy. Sharing is safe because every request first puts its sequence into the exact
+state it needs (``PrefixCache.prime`` checks the held tokens and piece boundaries)."""
+
+SEQUENCES = 8
+"""Answers generated together at most (sequences of the context). A town's phase asks about as
+many people at once; decode steps stop gaining once the weights' reads are shared by a few
+(``bench/llm.py``)."""
+
+
+@dataclass
+class _Answer:
+    """One answer being generated in a sequence."""
+
+    index: int
+    request: LLMRequest
+    seq: int
+    prompt: list[int]
+    sampler: Any
+    started: float
+    next_token: int = -1
+    tokens: list[int] = field(default_factory=list)
 
 PREFIX_CACHE_MB = 3072
 """Saved prefix states kept per loaded model, two thirds for personas and a third for longer
@@ -136,6 +172,7 @@ class LlamaCppBackend:
         context_tokens: int = 2048,
         threads: int | None = None,
         prefix_cache_mb: int = PREFIX_CACHE_MB,
+        sequences: int = SEQUENCES,
     ):
         try:
             from llama_cpp import Llama
@@ -149,22 +186,27 @@ class LlamaCppBackend:
             self.model_id = model_fingerprint(path)
         except OSError as exc:
             raise RunError(f"cannot read model {path}: {exc.strerror or exc}") from None
-        self._key = (str(path.resolve()), context_tokens, threads or max(1, os.cpu_count() or 1))
-        if self._key in _LOADED:
-            self._llm = _LOADED[self._key][0]
-            _LOADED[self._key][1] += 1
+        self._key = (str(path.resolve()), context_tokens, threads or max(1, os.cpu_count() or 1), max(1, sequences))
+        loaded = _LOADED.get(self._key)
+        if loaded is not None:
+            loaded.users += 1
         else:
             try:
                 with _quiet_stderr():
-                    self._llm = Llama(model_path=str(path), n_ctx=context_tokens, n_threads=self._key[2], seed=0,
-                                      verbose=False)
-            except (ValueError, RuntimeError, OSError) as exc:
+                    llm = Llama(model_path=str(path), n_ctx=context_tokens, n_threads=self._key[2], seed=0,
+                                verbose=False)
+                    seqs = Sequences(llm, self._key[3], context_tokens)
+            except (ValueError, RuntimeError, OSError, MemoryError) as exc:
                 raise RunError(f"cannot load model {path}: {exc}") from None
-            _LOADED[self._key] = [self._llm, 1, PrefixCache(self._llm, (prefix_cache_mb << 20) * 2 // 3,
-                                                                (prefix_cache_mb << 20) // 3)]
+            prefix = PrefixCache(seqs, (prefix_cache_mb << 20) * 2 // 3, (prefix_cache_mb << 20) // 3)
+            loaded = _LOADED[self._key] = _Loaded(llm, seqs, prefix)
+        self._llm = loaded.llm
+        self.seqs: Sequences = loaded.seqs
+        """Where every prompt is evaluated and every answer generated (the Llama object's own
+        context is left alone; bench/day.py measures the machine's speed on it)."""
         self._grammars: dict[str, Any] = {}
         self.chat = ChatFormat(self._llm)
-        self.prefix: PrefixCache = _LOADED[self._key][2]
+        self.prefix: PrefixCache = loaded.prefix
         self.tokens = TokenCounts()
         """Prompt tokens sent, reused from a cached prefix, and generated, by this backend object."""
 
@@ -194,100 +236,165 @@ class LlamaCppBackend:
         """Prompt tokens, and where its canonical pieces end (``ChatFormat.pieces``)."""
         return self.chat.pieces(req.messages)
 
-    def _one(self, req: LLMRequest) -> RawCompletion:
-        started = time.perf_counter()
-        try:
-            tokens, bounds = self._prompt(req)
-            if len(tokens) + req.max_tokens > self._llm.n_ctx():
-                raise ValueError(
-                    f"prompt of {len(tokens)} tokens + max_tokens {req.max_tokens} exceeds the "
-                    f"context window of {self._llm.n_ctx()}"
-                )
-            self.tokens.count(len(tokens), self.prefix.prime(tokens, bounds), req.purpose)
-            out = self._llm.create_completion(
-                prompt=tokens,
-                grammar=self._grammar(req.json_schema) if req.json_schema else None,
-                max_tokens=req.max_tokens,
-                temperature=req.temperature,
-                seed=req.seed,
-            )
-        except (ValueError, RuntimeError) as exc:  # prompt too long, decode failure
-            self._llm.reset()
-            self.prefix.forget()
-            return RawCompletion(text="", latency_s=time.perf_counter() - started, error=str(exc))
-        choice = out["choices"][0]  # type: ignore[index]
-        usage = out.get("usage") or {}  # type: ignore[union-attr]
-        self.tokens.generated += usage.get("completion_tokens", 0)
-        return RawCompletion(
-            text=choice.get("text") or "",
-            prompt_tokens=usage.get("prompt_tokens", 0),
-            completion_tokens=usage.get("completion_tokens", 0),
-            latency_s=time.perf_counter() - started,
-            finish_reason=choice.get("finish_reason"),
-        )
+    def _sampler(self, req: LLMRequest) -> Any:
+        """The sampler chain llama-cpp-python's ``create_completion`` builds for these settings
+        (its repetition penalty, neutral at its defaults, left out): the grammar, then top-k 40,
+        typical 1.0, top-p 0.95, min-p 0.05, temperature and the seeded draw; greedy at 0."""
+        from llama_cpp._internals import LlamaSampler
+
+        sampler = LlamaSampler()
+        if req.json_schema:
+            sampler.add_grammar(self._llm._model, self._grammar(req.json_schema))
+        if req.temperature <= 0:
+            sampler.add_greedy()
+        else:
+            sampler.add_top_k(40)
+            sampler.add_typical(1.0, 1)
+            sampler.add_top_p(0.95, 1)
+            sampler.add_min_p(0.05, 1)
+            sampler.add_temp(req.temperature)
+            sampler.add_dist(req.seed if req.seed is not None else 0)
+        return sampler
+
+    def _slots(self, prompts: list[tuple[list[int], tuple[int, ...]]]) -> list[int]:
+        """A sequence for each prompt: the free one already holding most of it, else the first free."""
+        free = list(range(self.seqs.n_seq))
+        chosen = []
+        for tokens, bounds in prompts:
+            held = [self.prefix.held(k, tokens, bounds) for k in free]
+            k = free[held.index(max(held))]
+            free.remove(k)
+            chosen.append(k)
+        return chosen
+
+    def _failed(self, started: float, exc: Exception) -> RawCompletion:
+        return RawCompletion(text="", latency_s=time.perf_counter() - started, error=str(exc))
+
+    def _generate(self, batch: list[tuple[int, LLMRequest]], on_done: OnDone | None,
+                  results: list[RawCompletion | None]) -> None:
+        """Generate the answers of up to ``sequences`` requests together. Each prompt is
+        evaluated alone in its sequence and its first token sampled at once; then every decode
+        step takes one token of each unfinished answer."""
+        from llama_cpp import llama_cpp as lib
+
+        seqs = self.seqs
+        vocab = self._llm._model.vocab
+        prompts = [self._prompt(req) for _, req in batch]
+        live: list[_Answer] = []
+
+        def finish(answer: _Answer, reason: str) -> None:
+            text = self._llm.detokenize(answer.tokens, prev_tokens=answer.prompt).decode("utf-8", errors="ignore")
+            self.tokens.generated += len(answer.tokens)
+            results[answer.index] = RawCompletion(
+                text=text, prompt_tokens=len(answer.prompt), completion_tokens=len(answer.tokens),
+                latency_s=time.perf_counter() - answer.started, finish_reason=reason)
+            if on_done:
+                on_done(answer.index, results[answer.index])  # type: ignore[arg-type]
+
+        for (index, req), (tokens, bounds), seq in zip(batch, prompts, self._slots(prompts)):
+            started = time.perf_counter()
+            try:
+                if len(tokens) + req.max_tokens > seqs.n_ctx:
+                    raise ValueError(f"prompt of {len(tokens)} tokens + max_tokens {req.max_tokens} exceeds "
+                                     f"the context window of {seqs.n_ctx}")
+                self.tokens.count(len(tokens), self.prefix.prime(seq, tokens, bounds), req.purpose)
+                at = seqs.eval(seq, tokens[bounds[-1] if bounds else 0:], logits=True)
+                answer = _Answer(index, req, seq, tokens, self._sampler(req), started)
+                answer.next_token = lib.llama_sampler_sample(answer.sampler.sampler, seqs.ctx, at)
+            except (ValueError, DecodeError) as exc:
+                self.prefix.bounds[seq] = ()
+                seqs.clear(seq)
+                results[index] = self._failed(started, exc)
+                if on_done:
+                    on_done(index, results[index])  # type: ignore[arg-type]
+                continue
+            live.append(answer)
+        while live:
+            going = []
+            for answer in live:
+                token = answer.next_token
+                if lib.llama_vocab_is_eog(vocab, token):
+                    finish(answer, "stop")
+                    continue
+                answer.tokens.append(token)
+                if len(answer.tokens) >= answer.request.max_tokens:
+                    finish(answer, "length")
+                    continue
+                going.append(answer)
+            live = going
+            if not live:
+                break
+            try:
+                seqs.step([(a.seq, a.tokens[-1]) for a in live])
+            except DecodeError as exc:
+                for answer in live:
+                    results[answer.index] = self._failed(answer.started, exc)
+                    if on_done:
+                        on_done(answer.index, results[answer.index])  # type: ignore[arg-type]
+                self.prefix.forget()
+                return
+            for i, answer in enumerate(live):
+                answer.next_token = lib.llama_sampler_sample(answer.sampler.sampler, seqs.ctx, i)
 
     def _score(self, req: LLMRequest) -> RawCompletion:
         """Each option's log-probability as the whole answer: log P(its tokens, then the template's
-        end of answer | prompt), from the logits. The prompt is evaluated in the same two canonical
-        chunks as a generated answer; each option is evaluated after it and rolled back."""
-        import numpy as np
-
+        end of answer | prompt), from the logits. The prompt is evaluated in the same canonical
+        pieces as a generated answer, in sequence 0; each option is evaluated after it and rolled back."""
         started = time.perf_counter()
-        llm = self._llm
+        seqs = self.seqs
         options = req.options or []
+        seq = 0
         try:
             tokens, bounds = self._prompt(req)
             spelled = [self.chat.tokenize(o) + [self.chat.answer_end] for o in options]
             longest = max((len(t) for t in spelled), default=0)
-            if len(tokens) + longest > llm.n_ctx():
-                raise ValueError(f"prompt of {len(tokens)} tokens exceeds the context window of {llm.n_ctx()}")
-            self.tokens.count(len(tokens), self.prefix.prime(tokens, bounds), req.purpose)
-            llm.eval(tokens[bounds[-1] if bounds else 0:])
-            base = llm.n_tokens
-            n_vocab = llm.n_vocab()
-
-            def last_logits() -> Any:
-                return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).copy()
-
-            after_prompt = last_logits()
+            if len(tokens) + longest > seqs.n_ctx:
+                raise ValueError(f"prompt of {len(tokens)} tokens exceeds the context window of {seqs.n_ctx}")
+            self.tokens.count(len(tokens), self.prefix.prime(seq, tokens, bounds), req.purpose)
+            at = seqs.eval(seq, tokens[bounds[-1] if bounds else 0:], logits=True)
+            base = len(seqs.held[seq])
+            after_prompt = seqs.logits_at(at)
             scores: list[float | None] = []
             evaluated = 0
             for option in spelled:
                 logprob = log_softmax_at(after_prompt, option[0])
                 for j in range(1, len(option)):
-                    llm.eval([option[j - 1]])
+                    at = seqs.eval(seq, [option[j - 1]], logits=True)
                     evaluated += 1
-                    logprob += log_softmax_at(last_logits(), option[j])
-                llm._ctx.kv_cache_seq_rm(-1, base, -1)
-                llm.n_tokens = base
+                    logprob += log_softmax_at(seqs.logits_at(at), option[j])
+                seqs.keep(seq, base)
                 scores.append(logprob)
             self.tokens.generated += evaluated
-        except (ValueError, RuntimeError) as exc:
-            llm.reset()
-            self.prefix.forget()
-            return RawCompletion(text="", latency_s=time.perf_counter() - started, error=str(exc))
+        except (ValueError, DecodeError) as exc:
+            self.prefix.bounds[seq] = ()
+            seqs.clear(seq)
+            return self._failed(started, exc)
         return RawCompletion(text=ScoredOptions(scores, exact=True).to_text(), prompt_tokens=len(tokens),
                              completion_tokens=evaluated, latency_s=time.perf_counter() - started,
                              finish_reason="scored")
 
     def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
         results: list[RawCompletion | None] = [None] * len(requests)
-        # Deterministic order that groups shared prefixes for KV-cache reuse.
+        # Deterministic order that groups shared prefixes for reuse; answers do not depend on it.
         order = sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages))
         for i in order:
-            req = requests[i]
-            results[i] = self._score(req) if req.options is not None else self._one(req)
-            if on_done:
-                on_done(i, results[i])  # type: ignore[arg-type]
+            if requests[i].options is not None:
+                results[i] = self._score(requests[i])
+                if on_done:
+                    on_done(i, results[i])  # type: ignore[arg-type]
+        wanted = [(i, requests[i]) for i in order if requests[i].options is None]
+        for start in range(0, len(wanted), self.seqs.n_seq):
+            self._generate(wanted[start:start + self.seqs.n_seq], on_done, results)
         return results  # type: ignore[return-value]
 
     def close(self) -> None:
         """Release this user of the model; the last one frees it."""
-        entry = _LOADED.get(self._key)
-        if entry is None or entry[0] is not self._llm:
+        loaded = _LOADED.get(self._key)
+        if loaded is None or loaded.llm is not self._llm:
             return
-        entry[1] -= 1
-        if entry[1] <= 0:
+        loaded.users -= 1
+        if loaded.users <= 0:
             del _LOADED[self._key]
             with contextlib.suppress(Exception):
+                loaded.seqs.close()
                 self._llm.close()

@@ -12,14 +12,18 @@ restored from a saved state. An answer therefore never depends on what ran befor
 
 What is reused:
 
-- **In the cache**: the previous request's pieces, up to the longest boundary both requests share
-  (same tokens, same piece boundaries): a person's next question after their last one;
+- **In its sequence**: the pieces the sequence's previous request left there, up to the longest
+  boundary both requests share (same tokens, same piece boundaries): a person's next question
+  after their last one;
 - **Saved states**: at two boundaries of every prompt, the system message (a person's persona,
   the same in every call they make) and all messages but the last (a question's stable
-  preamble: the importance scale with its rated examples, say), the KV of sequence 0 is copied
+  preamble: the importance scale with its rated examples, say), the KV of the sequence is copied
   out (``llama_state_seq_get_data``, only the cells in use, about 23 KB a token on the bundled
   model) and copied back when a later prompt starts the same way. Personas and longer preambles
   are kept in two LRUs, each bounded in bytes, so one-off preambles never push out the personas.
+
+The sequences are those of ``simulation.llm.sequences`` (several, decoded together when a batch
+generates); a saved state restores into any of them.
 
 So the way to make a prompt cheap is to put what is stable first, in messages of its own, and
 what changes in the last message. ``TokenCounts`` says how well that works (``bench/day.py``).
@@ -27,10 +31,12 @@ what changes in the last message. ``TokenCounts`` says how well that works (``be
 
 from __future__ import annotations
 
-import ctypes
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from simulation.llm.sequences import Sequences
 
 __all__ = ["PrefixCache", "TokenCounts"]
 
@@ -104,14 +110,14 @@ class _Shelf:
 
 
 class PrefixCache:
-    """The canonical pieces of the prompt in the KV cache, and saved states of earlier prefixes,
-    for one loaded model (shared by every backend object using it)."""
+    """What each sequence of a ``Sequences`` holds canonically, and saved states of earlier
+    prefixes, for one loaded model (shared by every backend object using it)."""
 
-    def __init__(self, llm: Any, persona_bytes: int = 2 << 30, preamble_bytes: int = 1 << 30):
-        self.llm = llm
-        self.bounds: tuple[int, ...] = ()
-        """Piece boundaries of what the KV cache holds canonically (beyond the last: a tail and
-        generated tokens, never reused)."""
+    def __init__(self, seqs: Sequences, persona_bytes: int = 2 << 30, preamble_bytes: int = 1 << 30):
+        self.seqs = seqs
+        self.bounds: list[tuple[int, ...]] = [() for _ in range(seqs.n_seq)]
+        """Per sequence, the piece boundaries of what it holds canonically (beyond the last: a
+        tail and generated tokens, never reused)."""
         self.personas = _Shelf(persona_bytes)
         """First pieces (a system message: a person's rules and persona), kept apart so that the many
         one-off preambles never push out the few personas every call starts with."""
@@ -119,65 +125,66 @@ class PrefixCache:
         """Longer prefixes (all messages but the last: a situation asked about twice, the importance
         question's rated examples)."""
         self.hits = 0
-        """Requests that found their prefix still in the KV cache."""
+        """Requests that found their prefix still in their sequence."""
         self.restores = 0
         """Requests that restored a saved prefix state."""
 
     def clear(self) -> None:
-        """Drop every saved state and trust nothing in the KV cache: the next prompt is evaluated cold."""
+        """Drop every saved state and trust nothing in the sequences: the next prompt is evaluated cold."""
         self.personas.clear()
         self.preambles.clear()
         self.forget()
 
     def forget(self) -> None:
-        """The KV cache was changed behind this object's back (a reset, an error): trust none of it."""
-        self.bounds = ()
+        """The sequences were changed behind this object's back (an error): empty them, trust nothing."""
+        self.seqs.clear()
+        self.bounds = [() for _ in range(self.seqs.n_seq)]
 
-    def prime(self, tokens: list[int], bounds: tuple[int, ...]) -> int:
-        """Leave the KV cache holding exactly ``tokens[:bounds[-1]]`` (nothing when there are no
-        bounds), each piece evaluated alone; returns how many of those tokens were reused."""
-        llm = self.llm
+    def held(self, seq: int, tokens: list[int], bounds: tuple[int, ...]) -> int:
+        """How many of ``tokens`` sequence ``seq`` already holds canonically (a piece boundary, or 0)."""
+        return self._in_cache(seq, tokens, bounds)
+
+    def prime(self, seq: int, tokens: list[int], bounds: tuple[int, ...]) -> int:
+        """Leave sequence ``seq`` holding exactly ``tokens[:bounds[-1]]`` (nothing when there are
+        no bounds), each piece evaluated alone; returns how many of those tokens were reused."""
+        seqs = self.seqs
         if not bounds:
-            llm.reset()
-            self.forget()
+            seqs.clear(seq)
+            self.bounds[seq] = ()
             return 0
-        kept = self._in_cache(tokens, bounds)
+        kept = self._in_cache(seq, tokens, bounds)
         longer = [i for i, b in enumerate(bounds) if b > kept and self._key(tokens, bounds, i) in self._shelf(i).items]
-        if longer:  # a saved state goes further than what the cache still holds
-            kept = self._restore(tokens, bounds, longer[-1])
+        if longer:  # a saved state goes further than what the sequence still holds
+            kept = self._restore(seq, tokens, bounds, longer[-1])
         elif kept:
-            llm._ctx.kv_cache_seq_rm(-1, kept, -1)
-            llm.n_tokens = kept
+            seqs.keep(seq, kept)
             self.hits += 1
         else:
-            llm.reset()
-            llm._ctx.kv_cache_clear()
+            seqs.clear(seq)
         reused = kept
         start = kept
         saves = {bounds[0], bounds[-1]}
+        self.bounds[seq] = ()
         for end in bounds:
             if end <= start:
                 continue
-            llm.eval(tokens[start:end])
+            seqs.eval(seq, tokens[start:end])
             start = end
             if end in saves:
-                self._save(tokens[:end], bounds[: bounds.index(end) + 1])
-        self.bounds = bounds
+                self._save(seq, tokens[:end], bounds[: bounds.index(end) + 1])
+        self.bounds[seq] = bounds
         return reused
 
-    def _in_cache(self, tokens: list[int], bounds: tuple[int, ...]) -> int:
-        """The longest boundary up to which the KV cache already holds these pieces (0 if none)."""
-        llm = self.llm
+    def _in_cache(self, seq: int, tokens: list[int], bounds: tuple[int, ...]) -> int:
+        """The longest boundary up to which ``seq`` already holds these pieces (0 if none)."""
+        held = self.seqs.held[seq]
         shared = 0
-        for mine, theirs in zip(bounds, self.bounds):
-            if mine != theirs or mine > llm.n_tokens:
+        for mine, theirs in zip(bounds, self.bounds[seq]):
+            if mine != theirs or mine > len(held):
                 break
             shared = mine
-        if shared and list(llm.input_ids[:shared]) == tokens[:shared]:
-            return shared
-        # the tokens may agree only up to an earlier shared boundary
-        for b in reversed([b for b in bounds if b < shared]):
-            if list(llm.input_ids[:b]) == tokens[:b]:
+        for b in [b for b in bounds if b <= shared][::-1]:
+            if held[:b] == tokens[:b]:
                 return b
         return 0
 
@@ -192,40 +199,24 @@ class PrefixCache:
     def bytes(self) -> int:
         return self.personas.bytes + self.preambles.bytes
 
-    def _restore(self, tokens: list[int], bounds: tuple[int, ...], i: int) -> int:
-        """Restore the saved state of the pieces up to ``bounds[i]`` into an empty KV cache."""
-        from llama_cpp import llama_cpp as lib
-
-        llm = self.llm
-        llm.reset()
-        llm._ctx.kv_cache_clear()
+    def _restore(self, seq: int, tokens: list[int], bounds: tuple[int, ...], i: int) -> int:
+        """Restore the saved state of the pieces up to ``bounds[i]`` into ``seq``."""
         key = self._key(tokens, bounds, i)
         saved = self._shelf(i).get(key)
         assert saved is not None
-        buffer = (ctypes.c_uint8 * len(saved.data)).from_buffer_copy(saved.data)
-        if lib.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(saved.data), 0) != len(saved.data):
-            llm._ctx.kv_cache_clear()
+        if not self.seqs.restore(seq, saved.data, tokens[: saved.n_tokens]):
             return 0
-        llm.input_ids[: saved.n_tokens] = tokens[: saved.n_tokens]
-        llm.n_tokens = saved.n_tokens
-        llm._requires_eval = True
         self.restores += 1
         return saved.n_tokens
 
-    def _save(self, prefix: list[int], bounds: tuple[int, ...]) -> None:
+    def _save(self, seq: int, prefix: list[int], bounds: tuple[int, ...]) -> None:
         shelf = self._shelf(len(bounds) - 1)
         key = (tuple(prefix), bounds)
         if shelf.budget <= 0 or shelf.get(key) is not None:
             return
-        from llama_cpp import llama_cpp as lib
-
-        ctx = self.llm._ctx.ctx
-        size = lib.llama_state_seq_get_size(ctx, 0)
-        if size > shelf.budget:
-            return
-        buffer = (ctypes.c_uint8 * size)()
-        written = lib.llama_state_seq_get_data(ctx, buffer, size, 0)
-        shelf.put(key, _Saved(ctypes.string_at(buffer, written), len(prefix)))
+        data = self.seqs.save(seq, shelf.budget)
+        if data is not None:
+            shelf.put(key, _Saved(data, len(prefix)))
 
     def __len__(self) -> int:
         return len(self.personas.items) + len(self.preambles.items)
