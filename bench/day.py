@@ -66,6 +66,10 @@ class Hour:
     """Tokens decoded one per sequence: generated, scored options, one-token prompt rests."""
     steps: int
     """Generation decode steps: each decodes one token of every answer being generated together."""
+    eval_s: float = 0.0
+    """Seconds inside llama_decode evaluating prompts (and scored options)."""
+    step_s: float = 0.0
+    """Seconds inside llama_decode for generation steps."""
 
     @property
     def outside(self) -> float:
@@ -102,15 +106,16 @@ def machine_speed(backend: LlamaCppBackend, console: Console) -> tuple[float, fl
     return best_pp, best_tg
 
 
-def llama_counters(backend: object) -> tuple[int, int, int]:
+def llama_counters(backend: object) -> tuple[int, int, int, float, float]:
     """Tokens the backend's sequences decoded since the model was loaded: prompt pieces (chunks of
     more than one token, what llama.cpp's own counter calls prompt evaluation), one at a time
     (scored options, one-token prompt rests) plus generated, and generation decode steps (each
-    step decodes one token of every answer being generated). (0, 0, 0) for another backend."""
+    step decodes one token of every answer being generated together); then the seconds inside
+    llama_decode for prompts and for generation steps. Zeros for another backend."""
     seqs = getattr(backend, "seqs", None)
     if seqs is None:
-        return 0, 0, 0
-    return seqs.evaluated, seqs.singles + seqs.stepped, seqs.steps
+        return 0, 0, 0, 0.0, 0.0
+    return seqs.evaluated, seqs.singles + seqs.stepped, seqs.steps, seqs.eval_s, seqs.step_s
 
 
 def run_day(agents: int, hours: int, scripted: bool, out: Path, console: Console) -> tuple[list[Hour], dict]:
@@ -158,7 +163,7 @@ def run_day(agents: int, hours: int, scripted: bool, out: Path, console: Console
         evaluated = d1[0] - d0[0] if speeds[0] else 0
         rows.append(Hour(f"{start.hour + h:02d}:00", t1 - t0, l1 - l0, sums[0], sums[1], evaluated,
                          max(0, sums[1] - evaluated) if speeds[0] else 0, sums[2], d1[0] - d0[0], d1[1] - d0[1],
-                         d1[2] - d0[2]))
+                         d1[2] - d0[2], d1[3] - d0[3], d1[4] - d0[4]))
     return rows, {"agents": agents, "hours": hours, "ticks": ticks, "prompt_tok_s": speeds[0],
                   "generated_tok_s": speeds[1], "run_dir": str(run_dir), "model": inner.model_id,
                   "backend_counted": vars(counted) if counted is not None else None}
@@ -185,7 +190,7 @@ def report(rows: list[Hour], info: dict, out: Path, console: Console) -> None:
                       f"{limit_s(r.evaluated, r.generated, r.steps, pp, tg):.0f}")
     tot = Hour("total", *(sum(getattr(r, f) for r in rows) for f in
                           ("wall_s", "llm_s", "calls", "prompt", "evaluated", "reused", "generated", "llama_prompt",
-                           "llama_single", "steps")))
+                           "llama_single", "steps", "eval_s", "step_s")))
     hours = len(rows)
     table.add_row("total", f"{tot.wall_s:.0f}", str(tot.calls), f"{tot.prompt:,}", f"{tot.evaluated:,}",
                   f"{tot.reused_share:.0%}", f"{tot.generated:,}", f"{tot.evaluated / n / max(1, hours):,.0f}/h",
@@ -196,6 +201,13 @@ def report(rows: list[Hour], info: dict, out: Path, console: Console) -> None:
     if pp:
         console.print(f"physical limit at {pp:.0f} prompt / {tg:.0f} generated tok/s: {limit:.0f} s; wall "
                       f"{tot.wall_s:.0f} s ({tot.wall_s / limit:.2f}x the limit)" if limit else "")
+        if tot.eval_s:
+            rest = tot.llm_s - tot.eval_s - tot.step_s
+            console.print(f"where the LLM's {tot.llm_s:.0f} s went: {tot.eval_s:.0f} s decoding prompts "
+                          f"({tot.llama_prompt / tot.eval_s:.0f} tok/s, against {pp:.0f} for 512 fresh tokens: "
+                          f"pieces are shorter and sit deeper), {tot.step_s:.0f} s in {tot.steps:,} generation steps "
+                          f"({tot.generated / max(tot.step_s, 1e-9):.0f} tok/s), {rest:.0f} s sampling (the grammar), "
+                          "saving and restoring states, and the backend's Python")
         console.print(f"decoded: {tot.llama_prompt:,} prompt tokens in chunks (the evaluated column), "
                       f"{tot.llama_single:,} one per sequence (generated, and options scored); generation took "
                       f"{tot.steps:,} decode steps for {tot.generated:,} tokens"

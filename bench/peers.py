@@ -3,14 +3,16 @@ they talk to the same local server as Agora (llama-cpp-python's own server on th
 SmolLM2-135M GGUF), so that their speed can be set beside Agora's on equal terms.
 
     .venv/bin/python bench/peers.py --setup                 # once: each peer's own venv under .venv-peers/
-    .venv/bin/python bench/peers.py                          # 5, 10 and 20 agents, 2 steps, both peers
+    .venv/bin/python bench/peers.py                          # 5, 10 and 20 agents, 2 steps, Agora and both peers
     .venv/bin/python bench/peers.py --agents 5 --steps 1 --peers mesa-llm
     .venv/bin/python bench/peers.py --max-tokens 0           # no ceiling on answer length (see below)
 
 Why: published speeds of these frameworks come from hosted models (mesa-llm issue 200 reports
 45.2 s per step at 5 agents, 180.5 s at 10 and 722 s at 20), which says little about the
 frameworks themselves. Here the model, the server, its threads and the machine are the same for
-every peer.
+every peer, and Agora runs through the same server too (its openai backend, in its own venv:
+``bench/peers/agora_driver.py``, the flagship town sized to N people, a step being a ten-minute
+tick).
 
 How: each peer lives in its own virtual environment (``.venv-peers/mesa-llm``: mesa-llm 0.3.2,
 ``.venv-peers/concordia``: gdm-concordia 2.4.0; both need Python >= 3.12, and neither touches
@@ -82,10 +84,12 @@ class Peer:
     requirement: str
     module: str
     driver: Path
+    own_venv: Path | None = None
+    """Where the venv is when it is not under .venv-peers (Agora's own)."""
 
     @property
     def venv(self) -> Path:
-        return VENVS / self.key
+        return self.own_venv or VENVS / self.key
 
     @property
     def python(self) -> Path:
@@ -93,6 +97,7 @@ class Peer:
 
 
 PEERS = {
+    "agora": Peer("agora", "(this checkout: make install)", "simulation", DRIVERS / "agora_driver.py", ROOT / ".venv"),
     "mesa-llm": Peer("mesa-llm", "mesa-llm==0.3.2", "mesa_llm", DRIVERS / "mesa_llm_driver.py"),
     "concordia": Peer("concordia", "gdm-concordia[openai]==2.4.0", "concordia.contrib.language_models.openai.gpt_model",
                       DRIVERS / "concordia_driver.py"),
@@ -138,6 +143,8 @@ def torch_pullers(python: Path, requirement: str) -> list[str]:
 def setup(peers: list[Peer], python: str, console: Console) -> None:
     """Create each peer's venv and install its pinned release; refuse an install that pulls torch."""
     for peer in peers:
+        if peer.own_venv is not None:  # Agora itself: `make install` made it
+            continue
         if not peer.python.exists():
             console.print(f"creating {peer.venv.relative_to(ROOT)} with {python}")
             subprocess.run([python, "-m", "venv", str(peer.venv)], check=True)
@@ -152,7 +159,8 @@ def setup(peers: list[Peer], python: str, console: Console) -> None:
 
 def missing(peer: Peer) -> str | None:
     """Why the peer cannot run (with the command that fixes it), or None."""
-    fix = (f"create it with `.venv/bin/python bench/peers.py --setup --peers {peer.key}` (or: "
+    fix = ("run `make install`" if peer.own_venv is not None else
+           f"create it with `.venv/bin/python bench/peers.py --setup --peers {peer.key}` (or: "
            f"python3.12 -m venv {peer.venv.relative_to(ROOT)} && "
            f"{peer.python.relative_to(ROOT)} -m pip install '{peer.requirement}')")
     if not peer.python.exists():
@@ -169,7 +177,7 @@ def missing(peer: Peer) -> str | None:
 
 def rel(path: Path) -> str:
     """``path`` relative to the checkout where it lies inside it."""
-    return str(path.relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
+    return str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
 
 
 def free_port() -> int:

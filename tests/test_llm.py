@@ -277,6 +277,31 @@ def test_a_batch_is_generated_together_and_answers_as_if_each_were_alone(llama, 
 
 
 @pytest.mark.slow
+def test_answers_are_llama_cpp_pythons_own_completions_token_for_token(llama):
+    """The backend's own decoding and sampling (a multi-sequence context, the grammar judged on the
+    highest logits first, ``simulation.llm.sampling``) answer exactly what llama-cpp-python's
+    ``create_completion`` answers for the same prompt evaluated in the same canonical pieces:
+    with and without a schema, sampled and greedy."""
+    reqs = [*_requests(n_agents=4, n_each=2),
+            *(r.model_copy(update={"json_schema": None, "max_tokens": 24}) for r in _requests(2, 1)),
+            *(r.model_copy(update={"temperature": 0.0}) for r in _requests(2, 1))]
+    llm = llama._llm
+    expected = []
+    for req in reqs:
+        tokens, bounds = llama.chat.pieces(req.messages)
+        llm.reset()
+        start = 0
+        for end in bounds:
+            llm.eval(tokens[start:end])
+            start = end
+        out = llm.create_completion(prompt=tokens, max_tokens=req.max_tokens, temperature=req.temperature,
+                                    seed=req.seed,
+                                    grammar=llama._grammar(req.json_schema) if req.json_schema else None)
+        expected.append(out["choices"][0]["text"])  # type: ignore[index]
+    assert [o.text for o in llama.generate(reqs)] == expected
+
+
+@pytest.mark.slow
 def test_a_stable_preamble_of_several_messages_is_evaluated_once_and_answers_alike(llama):
     """A question whose earlier messages are stable (a persona, then rated examples as earlier
     turns, as the importance question is asked) and whose last message changes: from the second

@@ -33,6 +33,7 @@ from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import OnDone
 from simulation.llm.chat_format import ChatFormat
 from simulation.llm.prefix_cache import PrefixCache, TokenCounts
+from simulation.llm.sampling import Sampler
 from simulation.llm.scoring import ScoredOptions, log_softmax_at
 from simulation.llm.sequences import DecodeError, Sequences
 from simulation.llm.types import LLMRequest, RawCompletion
@@ -134,7 +135,7 @@ class _Answer:
     request: LLMRequest
     seq: int
     prompt: list[int]
-    sampler: Any
+    sampler: Sampler
     started: float
     next_token: int = -1
     tokens: list[int] = field(default_factory=list)
@@ -154,7 +155,7 @@ class LlamaCppBackend:
         model = resolve_path(settings.model, base_dir) if settings.model else None
         if model is not None and not model.is_file():
             raise InputError(Problem("llm.model", f"model file not found: {model}"))
-        return cls(model, settings.context_tokens, settings.threads)
+        return cls(model, settings.context_tokens, settings.threads, sequences=settings.sequences)
 
     @classmethod
     def replay_id(cls, settings: LlamaCppSettings, base_dir: Path) -> str | None:
@@ -236,25 +237,10 @@ class LlamaCppBackend:
         """Prompt tokens, and where its canonical pieces end (``ChatFormat.pieces``)."""
         return self.chat.pieces(req.messages)
 
-    def _sampler(self, req: LLMRequest) -> Any:
-        """The sampler chain llama-cpp-python's ``create_completion`` builds for these settings
-        (its repetition penalty, neutral at its defaults, left out): the grammar, then top-k 40,
-        typical 1.0, top-p 0.95, min-p 0.05, temperature and the seeded draw; greedy at 0."""
-        from llama_cpp._internals import LlamaSampler
-
-        sampler = LlamaSampler()
-        if req.json_schema:
-            sampler.add_grammar(self._llm._model, self._grammar(req.json_schema))
-        if req.temperature <= 0:
-            sampler.add_greedy()
-        else:
-            sampler.add_top_k(40)
-            sampler.add_typical(1.0, 1)
-            sampler.add_top_p(0.95, 1)
-            sampler.add_min_p(0.05, 1)
-            sampler.add_temp(req.temperature)
-            sampler.add_dist(req.seed if req.seed is not None else 0)
-        return sampler
+    def _sampler(self, req: LLMRequest) -> Sampler:
+        """create_completion's sampler chain for this request (``simulation.llm.sampling``)."""
+        grammar = self._grammar(req.json_schema) if req.json_schema else None
+        return Sampler(self._llm._model.vocab, self._llm.n_vocab(), grammar, req.temperature, req.seed)
 
     def _slots(self, prompts: list[tuple[list[int], tuple[int, ...]]]) -> list[int]:
         """A sequence for each prompt: the free one already holding most of it, else the first free."""
@@ -283,6 +269,7 @@ class LlamaCppBackend:
         live: list[_Answer] = []
 
         def finish(answer: _Answer, reason: str) -> None:
+            answer.sampler.close()
             text = self._llm.detokenize(answer.tokens, prev_tokens=answer.prompt).decode("utf-8", errors="ignore")
             self.tokens.generated += len(answer.tokens)
             results[answer.index] = RawCompletion(
@@ -300,7 +287,7 @@ class LlamaCppBackend:
                 self.tokens.count(len(tokens), self.prefix.prime(seq, tokens, bounds), req.purpose)
                 at = seqs.eval(seq, tokens[bounds[-1] if bounds else 0:], logits=True)
                 answer = _Answer(index, req, seq, tokens, self._sampler(req), started)
-                answer.next_token = lib.llama_sampler_sample(answer.sampler.sampler, seqs.ctx, at)
+                answer.next_token = answer.sampler.sample(seqs.ctx, at)
             except (ValueError, DecodeError) as exc:
                 self.prefix.bounds[seq] = ()
                 seqs.clear(seq)
@@ -334,7 +321,7 @@ class LlamaCppBackend:
                 self.prefix.forget()
                 return
             for i, answer in enumerate(live):
-                answer.next_token = lib.llama_sampler_sample(answer.sampler.sampler, seqs.ctx, i)
+                answer.next_token = answer.sampler.sample(seqs.ctx, i)
 
     def _score(self, req: LLMRequest) -> RawCompletion:
         """Each option's log-probability as the whole answer: log P(its tokens, then the template's

@@ -20,6 +20,7 @@ sequence's cells out and back in (``llama_state_seq_*``). Which prefixes are wor
 from __future__ import annotations
 
 import ctypes
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,6 +68,10 @@ class Sequences:
         self.stepped = 0
         """Tokens decoded as generation (``step``), and in ``steps`` decodes."""
         self.steps = 0
+        self.eval_s = 0.0
+        """Seconds inside llama_decode for ``eval`` (prompt pieces, scored options)."""
+        self.step_s = 0.0
+        """Seconds inside llama_decode for ``step`` (generation)."""
 
     # -- what a sequence holds ------------------------------------------------------------------
 
@@ -111,8 +116,10 @@ class Sequences:
         for start in range(0, len(tokens), self.n_batch):
             chunk = tokens[start:start + self.n_batch]
             final = start + len(chunk) == len(tokens)
+            started = time.perf_counter()
             self._decode([(t, len(held) + j, seq, logits and final and j == len(chunk) - 1)
                           for j, t in enumerate(chunk)])
+            self.eval_s += time.perf_counter() - started
             held.extend(chunk)
             if len(chunk) > 1:
                 self.evaluated += len(chunk)
@@ -128,7 +135,9 @@ class Sequences:
         for seq, _ in tokens:
             if len(self.held[seq]) >= self.n_ctx:
                 raise DecodeError(f"sequence {seq} is full ({self.n_ctx} tokens)")
+        started = time.perf_counter()
         self._decode([(t, len(self.held[seq]), seq, True) for seq, t in tokens])
+        self.step_s += time.perf_counter() - started
         for seq, t in tokens:
             self.held[seq].append(t)
         self.stepped += len(tokens)

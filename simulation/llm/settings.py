@@ -57,6 +57,8 @@ class LlamaCppSettings(LLMSettings):
         None, description="path to a GGUF file, relative to the scenario file (default: bundled SmolLM2-135M-Instruct)"
     )
     threads: int | None = Field(None, ge=1, le=512, description="CPU threads (default: all cores)")
+    sequences: int = Field(8, ge=1, le=64, description="answers generated together, one KV stream of "
+                           "context_tokens each (memory grows with it; answers do not change)")
 
     def model_problem(self, base_dir: Path) -> str | None:
         if self.model is None:
