@@ -36,7 +36,8 @@ def scenario_file(tmp_path_factory) -> Path:
     (root / "personas").symlink_to(ROOT / "personas")
     (root / "scenarios").mkdir()
     text = FLAGSHIP.read_text().replace("  backend: llamacpp\n", "  backend: openai\n").replace(
-        "  threads: null\n", "  timeout_s: 5\n  max_retries: 1\n  patience_s: 2\n")  # threads: llamacpp's own
+        "  threads: null\n", "  timeout_s: 5\n  max_retries: 1\n  patience_s: 2\n").replace(
+        "  sequences: 8\n", "")  # threads and sequences: llamacpp's own
     assert "\n  backend: openai\n" in text and "\n  patience_s: 2\n" in text
     path = root / "scenarios" / "valentines-small.yaml"
     path.write_text(text)
