@@ -106,7 +106,7 @@ def machine_speed(backend: LlamaCppBackend, console: Console) -> tuple[float, fl
     return best_pp, best_tg
 
 
-def llama_counters(backend: object) -> tuple[int, int, int, float, float]:
+def decode_counters(backend: object) -> tuple[int, int, int, float, float]:
     """Tokens the backend's sequences decoded since the model was loaded: prompt pieces (chunks of
     more than one token, what llama.cpp's own counter calls prompt evaluation), one at a time
     (scored options, one-token prompt rests) plus generated, and generation decode steps (each
@@ -139,12 +139,12 @@ def run_day(agents: int, hours: int, scripted: bool, out: Path, console: Console
                 TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("ticks"),
                 TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task(f"{agents} people, {hours} game hours", total=ticks)
-            marks.append((time.perf_counter(), backend.seconds, llama_counters(inner)))
+            marks.append((time.perf_counter(), backend.seconds, decode_counters(inner)))
 
             def on_tick(s: Simulation) -> None:
                 bar.update(task, advance=1, description=f"{agents} people, {s.now:%H:%M}")
                 if (s.tick + 1) % per_hour == 0 or s.tick + 1 == ticks:
-                    marks.append((time.perf_counter(), backend.seconds, llama_counters(inner)))
+                    marks.append((time.perf_counter(), backend.seconds, decode_counters(inner)))
 
             sim.run(on_tick=on_tick)
             run_dir = sim.run_dir

@@ -268,15 +268,18 @@ class LlamaCppBackend:
         prompts = [self._prompt(req) for _, req in batch]
         live: list[_Answer] = []
 
+        def report(index: int, completion: RawCompletion) -> None:
+            results[index] = completion
+            if on_done:
+                on_done(index, completion)
+
         def finish(answer: _Answer, reason: str) -> None:
             answer.sampler.close()
             text = self._llm.detokenize(answer.tokens, prev_tokens=answer.prompt).decode("utf-8", errors="ignore")
             self.tokens.generated += len(answer.tokens)
-            results[answer.index] = RawCompletion(
+            report(answer.index, RawCompletion(
                 text=text, prompt_tokens=len(answer.prompt), completion_tokens=len(answer.tokens),
-                latency_s=time.perf_counter() - answer.started, finish_reason=reason)
-            if on_done:
-                on_done(answer.index, results[answer.index])  # type: ignore[arg-type]
+                latency_s=time.perf_counter() - answer.started, finish_reason=reason))
 
         for (index, req), (tokens, bounds), seq in zip(batch, prompts, self._slots(prompts)):
             started = time.perf_counter()
@@ -289,11 +292,8 @@ class LlamaCppBackend:
                 answer = _Answer(index, req, seq, tokens, self._sampler(req), started)
                 answer.next_token = answer.sampler.sample(seqs.ctx, at)
             except (ValueError, DecodeError) as exc:
-                self.prefix.bounds[seq] = ()
-                seqs.clear(seq)
-                results[index] = self._failed(started, exc)
-                if on_done:
-                    on_done(index, results[index])  # type: ignore[arg-type]
+                self.prefix.drop(seq)
+                report(index, self._failed(started, exc))
                 continue
             live.append(answer)
         while live:
@@ -315,9 +315,7 @@ class LlamaCppBackend:
                 seqs.step([(a.seq, a.tokens[-1]) for a in live])
             except DecodeError as exc:
                 for answer in live:
-                    results[answer.index] = self._failed(answer.started, exc)
-                    if on_done:
-                        on_done(answer.index, results[answer.index])  # type: ignore[arg-type]
+                    report(answer.index, self._failed(answer.started, exc))
                 self.prefix.forget()
                 return
             for i, answer in enumerate(live):
@@ -353,8 +351,7 @@ class LlamaCppBackend:
                 scores.append(logprob)
             self.tokens.generated += evaluated
         except (ValueError, DecodeError) as exc:
-            self.prefix.bounds[seq] = ()
-            seqs.clear(seq)
+            self.prefix.drop(seq)
             return self._failed(started, exc)
         return RawCompletion(text=ScoredOptions(scores, exact=True).to_text(), prompt_tokens=len(tokens),
                              completion_tokens=evaluated, latency_s=time.perf_counter() - started,

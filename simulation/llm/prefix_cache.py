@@ -140,19 +140,19 @@ class PrefixCache:
         self.seqs.clear()
         self.bounds = [() for _ in range(self.seqs.n_seq)]
 
-    def held(self, seq: int, tokens: list[int], bounds: tuple[int, ...]) -> int:
-        """How many of ``tokens`` sequence ``seq`` already holds canonically (a piece boundary, or 0)."""
-        return self._in_cache(seq, tokens, bounds)
+    def drop(self, seq: int) -> None:
+        """Empty one sequence and trust nothing of it (a failed request left it half evaluated)."""
+        self.seqs.clear(seq)
+        self.bounds[seq] = ()
 
     def prime(self, seq: int, tokens: list[int], bounds: tuple[int, ...]) -> int:
         """Leave sequence ``seq`` holding exactly ``tokens[:bounds[-1]]`` (nothing when there are
         no bounds), each piece evaluated alone; returns how many of those tokens were reused."""
         seqs = self.seqs
         if not bounds:
-            seqs.clear(seq)
-            self.bounds[seq] = ()
+            self.drop(seq)
             return 0
-        kept = self._in_cache(seq, tokens, bounds)
+        kept = self.held(seq, tokens, bounds)
         longer = [i for i, b in enumerate(bounds) if b > kept and self._key(tokens, bounds, i) in self._shelf(i).items]
         if longer:  # a saved state goes further than what the sequence still holds
             kept = self._restore(seq, tokens, bounds, longer[-1])
@@ -175,8 +175,8 @@ class PrefixCache:
         self.bounds[seq] = bounds
         return reused
 
-    def _in_cache(self, seq: int, tokens: list[int], bounds: tuple[int, ...]) -> int:
-        """The longest boundary up to which ``seq`` already holds these pieces (0 if none)."""
+    def held(self, seq: int, tokens: list[int], bounds: tuple[int, ...]) -> int:
+        """The longest boundary up to which ``seq`` already holds these pieces canonically (0 if none)."""
         held = self.seqs.held[seq]
         shared = 0
         for mine, theirs in zip(bounds, self.bounds[seq]):

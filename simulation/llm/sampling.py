@@ -58,16 +58,27 @@ class Sampler:
                      lib.llama_sampler_init_temp(temperature), lib.llama_sampler_init_dist(seed)]
         for link in links:
             lib.llama_sampler_chain_add(self._rest, link)
-        self.windowed = 0
-        """Tokens drawn from the window; ``full`` from the whole vocabulary."""
-        self.full = 0
+        self._everyone = np.arange(n_vocab, dtype=np.int32)
 
-    def _draw(self, data: np.ndarray) -> int:
+    def _candidates(self, ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
+        """llama_token_data rows for ``ids`` with their logits."""
+        data = np.empty(len(ids), dtype=_TOKEN_DATA)
+        data["id"] = ids
+        data["logit"] = logits[ids]
+        data["p"] = 0
+        return data
+
+    def _apply(self, sampler: Any, data: np.ndarray) -> int:
+        """Run ``sampler`` over the rows in place; the index it selected (-1: none)."""
         lib = self._lib
         array = lib.llama_token_data_array(
             data=data.ctypes.data_as(ctypes.POINTER(lib.llama_token_data)), size=len(data), selected=-1, sorted=False)
-        lib.llama_sampler_apply(self._rest, ctypes.byref(array))
-        return int(data[array.selected]["id"])
+        lib.llama_sampler_apply(sampler, ctypes.byref(array))
+        return int(array.selected)
+
+    def _draw(self, data: np.ndarray) -> int:
+        """The rest of the chain's choice among the rows."""
+        return int(data[self._apply(self._rest, data)]["id"])
 
     def sample(self, ctx: Any, index: int) -> int:
         """The next token from the logits the last decode kept at ``index``; the grammar and the
@@ -75,41 +86,20 @@ class Sampler:
         lib = self._lib
         logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(ctx, index), shape=(self.n_vocab,))
         if self._grammar is None:
-            data = np.empty(self.n_vocab, dtype=_TOKEN_DATA)
-            data["id"] = np.arange(self.n_vocab)
-            data["logit"] = logits
-            data["p"] = 0
-            token = self._draw(data)
+            token = self._draw(self._candidates(self._everyone, logits))
         else:
             top = np.argpartition(logits, -WINDOW)[-WINDOW:]
             top.sort()  # vocabulary order, as the plain chain sees them
-            data = np.empty(len(top), dtype=_TOKEN_DATA)
-            data["id"] = top
-            data["logit"] = logits[top]
-            data["p"] = 0
-            self._judge(data)
+            data = self._candidates(top, logits)
+            self._apply(self._grammar, data)  # the tokens it does not allow get -inf
             allowed = data[data["logit"] != -np.inf]
-            if len(allowed) >= TOP_K:
-                self.windowed += 1
-                token = self._draw(allowed.copy())
-            else:
-                self.full += 1
-                data = np.empty(self.n_vocab, dtype=_TOKEN_DATA)
-                data["id"] = np.arange(self.n_vocab)
-                data["logit"] = logits
-                data["p"] = 0
-                self._judge(data)
-                token = self._draw(data)
+            if len(allowed) < TOP_K:  # too few: judge the whole vocabulary, as the plain chain does
+                allowed = self._candidates(self._everyone, logits)
+                self._apply(self._grammar, allowed)
+            token = self._draw(allowed)
             lib.llama_sampler_accept(self._grammar, token)
         lib.llama_sampler_accept(self._rest, token)
         return token
-
-    def _judge(self, data: np.ndarray) -> None:
-        """Let the grammar set the logits of the tokens it does not allow to -inf."""
-        lib = self._lib
-        array = lib.llama_token_data_array(
-            data=data.ctypes.data_as(ctypes.POINTER(lib.llama_token_data)), size=len(data), selected=-1, sorted=False)
-        lib.llama_sampler_apply(self._grammar, ctypes.byref(array))
 
     def close(self) -> None:
         lib = self._lib
