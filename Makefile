@@ -17,6 +17,16 @@ RUN_OUT ?= runs
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.agora-installed
 
+# llama.cpp is compiled for this CPU (-march=native) but without AMX tile instructions: on a machine
+# whose CPU advertises AMX while its VM or sandbox does not give processes the tile state, ggml's AMX
+# kernel faults on its first instruction (a general protection fault on ldtilecfg) at the first
+# answer. GCC keeps an explicit -mno-* over what -march=native implies. Any CMAKE_ARGS of your own
+# (e.g. for a GPU build) are kept.
+ifeq ($(shell uname -m),x86_64)
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+LLAMA_CMAKE_ARGS := -DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
+endif
+
 VLLM_VENV ?= .venv-vllm
 VLLM_MODEL_DIR ?= .cache/smollm2-hf
 
@@ -42,7 +52,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install "$(TORCH)"
-	$(BIN)/python -m pip install -e ".[dev]"
+	CMAKE_ARGS='$(LLAMA_CMAKE_ARGS) $(CMAKE_ARGS)' $(BIN)/python -m pip install -e ".[dev]"
 	@touch $(STAMP)
 
 install: $(STAMP)

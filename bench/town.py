@@ -56,6 +56,12 @@ class Timed:
         finally:
             self.seconds += time.perf_counter() - started
 
+    def count_tokens(self, messages: list[dict[str, str]]) -> int:
+        """The wrapped backend's count: prompts are budgeted by it, so a timed run asks what a real one does."""
+        from simulation.llm.backend import count_tokens
+
+        return count_tokens(self.inner, messages)
+
     def close(self) -> None:
         self.inner.close()
 

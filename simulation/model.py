@@ -125,7 +125,7 @@ class TownModel(mesa.Model):
                 conversation_cooldown=timedelta(minutes=cog.conversation_cooldown_minutes),
                 max_conversation_turns=cog.max_conversation_turns, min_conversation_turns=cog.min_conversation_turns,
                 reflection_threshold=sc.memory.reflection_threshold, context_tokens=sc.llm.context_tokens,
-                reactions_per_hour=cog.reactions_per_hour,
+                reactions_per_hour=cog.reactions_per_hour, choices=cog.choices, temperature=sc.llm.temperature,
             ),
             moment=self.moment, llm=self.llm, memory=self.memory, town=self.town, hub=self.hub,
             social=self.social, agents=self.people, order=[a.state for a in self.order],
@@ -350,7 +350,7 @@ class TownModel(mesa.Model):
             if fact is not None and self.facts is not None:
                 aware = me.id in self.facts.aware.get(fact.id, set())
                 result = score_answer(self.facts.reader, answer, question, fact_text(fact).details, self.now.date(),
-                                      aware)
+                                      aware, ok=ok)
                 scored = {"fact_id": fact.id, "aware": int(aware), "verdict": result.verdict,
                           "details": dumps(result.details)}
             self.buffer.add("probes", {

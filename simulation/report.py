@@ -21,7 +21,7 @@ class FactSpread:
     """One fact's spread (``simulation.rundb.facts``)."""
 
     aware: list[tuple[str, str, str, str | None, int]]
-    """(name, game time, how: seeded/whispered/perceived/heard/recapped, from whom (name), depth), earliest first."""
+    """(name, game time, how: seeded/whispered/perceived/heard, from whom (name), depth), earliest first."""
     told: int
     depth: int
     distortion: float | None

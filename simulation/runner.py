@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
-from simulation.version import __version__
+from simulation.version import __version__, engine_fingerprint, text_sha256
 from simulation.cognition import Phase
 from simulation.errors import RunError
 from simulation.llm.backend import Backend
@@ -94,7 +94,8 @@ def create_run(
         "tick_minutes": sc.clock.tick_minutes, "start_time": sc.clock.start.strftime("%Y-%m-%d %H:%M"),
         "ticks_planned": ticks, "ticks_done": 0, "status": "running", "message": None,
         "started_at": now_iso(), "finished_at": None, "agora_version": __version__,
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION, "engine": engine_fingerprint(),
+        "scenario_sha256": text_sha256(loaded.source_text),
     })
     # What resume needs: the scenario as run, with the LLM settings the command line chose.
     as_run = loaded.model_copy(update={"scenario": sc.model_copy(update={"llm": llm_settings(loaded, options.llm)})})

@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -27,7 +27,10 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
         {"run_id": str, "scenario": str, "scenario_path": str, "scenario_yaml": str, "description": str,
          "seed": int, "backend": str, "model": str, "tick_minutes": int, "start_time": str,
          "ticks_planned": int, "ticks_done": int, "status": str, "message": str,
-         "started_at": str, "finished_at": str, "agora_version": str, "schema_version": int},
+         "started_at": str, "finished_at": str, "agora_version": str, "schema_version": int,
+         # which engine code made it (``version.engine_fingerprint``) and the scenario text's sha256
+         # (schema 9): what the behaviour benchmark checks before it reuses a run
+         "engine": str, "scenario_sha256": str},
         "run_id",
     ),
     "agents": (

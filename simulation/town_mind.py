@@ -118,6 +118,9 @@ class TownMind:
         return await self._llm.rate(messages, options, values, default=default, purpose=purpose, agent_id=me.id,
                                     tick=self._moment.tick)
 
+    def count_tokens(self, messages: list[dict[str, str]]) -> int:
+        return self._llm.count_tokens(messages)
+
     # memory
     def memories(self, person_id: str) -> MemoryStream:
         return self._memory.stream(person_id)

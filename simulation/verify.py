@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from simulation.errors import InputError, Problem, RunError
-from simulation.llm.backend import OnDone
+from simulation.llm.backend import Messages, OnDone, TokenCounter, estimate_tokens
 from simulation.llm.cache import CachedBackend, ReplayCache, default_cache_path
+from simulation.llm.lazy import counter_for
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.paths import resolve_path
 from simulation.rundb.connect import connect_ro, db_path, table_names
@@ -44,11 +45,19 @@ class CacheMiss(RunError):
 
 
 class ReplayOnly:
-    """A backend that has every answer in the cache in front of it, or none: a miss stops the re-run."""
+    """A backend that has every answer in the cache in front of it, or none: a miss stops the re-run.
 
-    def __init__(self, name: str, model_id: str):
+    It counts prompt tokens as the backend that made the run did (``counter``: that backend
+    class's count without starting it, ``simulation.llm.lazy.counter_for``), since cognition
+    budgets prompts by that count: counting otherwise would build other prompts and miss."""
+
+    def __init__(self, name: str, model_id: str, counter: TokenCounter | None = None):
         self.name = name
         self.model_id = model_id
+        self._counter = counter or estimate_tokens
+
+    def count_tokens(self, messages: Messages) -> int:
+        return self._counter(messages)
 
     def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
         if requests:
@@ -158,15 +167,20 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
         finished = run["status"] == "finished" or asked
         ticks = int(run["ticks_done"] or 0)
         notes = []
-        from simulation.version import __version__
+        from simulation.version import __version__, engine_fingerprint
 
         if run.get("agora_version") and run["agora_version"] != __version__:
             notes.append(f"the run was made by Agora {run['agora_version']}, this is {__version__}: "
                          "a difference may be a change of the engine")
+        elif run.get("engine") and run["engine"] != engine_fingerprint():
+            notes.append(f"the run was made by engine {run['engine']}, this is {engine_fingerprint()}: "
+                         "a difference may be a change of the engine")
         if ticks == 0:
             raise InputError(Problem(str(run_dir), "the run has no committed tick to verify"))
         cache = ReplayCache(cache_file)
-        backend = CachedBackend(ReplayOnly(run["backend"], run["model"]), cache, "use")
+        base_dir = Path(loaded.path).parent if loaded.path else Path.cwd()
+        counter = counter_for(run["backend"], run["model"], loaded.scenario.llm, base_dir)
+        backend = CachedBackend(ReplayOnly(run["backend"], run["model"], counter), cache, "use")
         with tempfile.TemporaryDirectory(prefix="agora-verify-") as scratch:
             where = Path(out) if out is not None else Path(scratch)
             difference: str | None = None

@@ -20,6 +20,7 @@ from simulation.agents import AgentState
 from simulation.cognition import CognitionSettings, Phase, TickNotes
 from simulation.conversation import Conversation
 from simulation.core import Aim, Happening, Move, PlaceEvent, Status
+from simulation.llm.backend import estimate_tokens
 from simulation.llm.client import Answer, Rating
 from simulation.memory import MemoryNode, MemoryStream
 from simulation.relationships import SocialGraph, Tie
@@ -60,6 +61,10 @@ class FakeMind:
     ended: list[Conversation] = field(default_factory=list)
     said: list[tuple[str, Move, str]] = field(default_factory=list)
     """(speaker, move, words) of every line said through ``say``."""
+    tokens: Callable[[list[dict[str, str]]], int] = estimate_tokens
+    """How ``count_tokens`` counts a prompt (the estimate a backend without a tokenizer gets)."""
+    counted: int = 0
+    """Prompts counted through ``count_tokens``."""
 
     def __post_init__(self) -> None:
         self.social = SocialGraph(sorted(self.people_by_id))
@@ -117,6 +122,10 @@ class FakeMind:
         if answer is None:
             return Rating(default, [], False, call_id=len(self.asked))
         return Rating(float(answer(options, default)), [], True, call_id=len(self.asked))
+
+    def count_tokens(self, messages: list[dict[str, str]]) -> int:
+        self.counted += 1
+        return self.tokens(messages)
 
     def choosing(self, *words: str) -> Callable[[Sequence[str], float], float]:
         """An ``answers["aim"]`` that picks, of the choices the last prompt listed, the first one

@@ -23,7 +23,8 @@ memories, conversations and LLM calls, so the metrics have numbers worked out on
                    1 ann said                            (ann aware already: not invented)
                    2 cat heard from bob                  kept 1, lost 1, changed 1 (distorted)
                    2 dan planned                         (dan not aware yet: invented)
-                   3 dan recapped from cat               lost 3
+                   3 dan heard from cat                  lost 3
+                   3 dan recapped from cat               (a recap: never awareness itself)
                    3 zed heard from dan                  (not a person of the run)
     -> aware 1, 2, 3, 4 by tick; cascade ann(0) -> bob(1) -> cat(2) -> dan(3); told 3, distorted
        1 of 3, details kept 3 of 9; invented 1; probes: bob right, dan invented... (see PROBES)
@@ -150,6 +151,7 @@ FACT_ROWS = [  # tick, agent, source, from, utterance, declared, kept, lost, cha
     (1, "ann", "said", None, 1, 0, 2, 1, 0),
     (2, "cat", "heard", "bob", None, 0, 1, 1, 1),
     (2, "dan", "planned", None, None, 0, 0, 3, 0),
+    (3, "dan", "heard", "cat", None, 0, 0, 3, 0),
     (3, "dan", "recapped", "cat", None, 0, 0, 3, 0),
     (3, "zed", "heard", "dan", None, 0, 0, 3, 0),
 ]

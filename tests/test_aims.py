@@ -238,3 +238,22 @@ def test_turnout_counts_accepted_guests_who_were_there_while_it_went_on():
     assert out["talk.invitations"] == 3 and out["talk.invitations_accepted_share"] == 2 / 3
     assert out["talk.invitation_turnout"] == 0.5, "Bob only walked through, and came when it was over"
     assert out["talk.aim.invite"] == 0.5 and out["talk.aim.decline"] == 0.25
+
+
+def test_a_move_is_drawn_from_its_probabilities_with_the_questions_seed():
+    """Seeds are replicates: a scored choice is drawn (p ** (1/T)), the same for the same seed, and
+    the most probable one only under ``choices: argmax`` or a temperature of 0."""
+    from collections import Counter
+
+    from simulation.cognition.converse import draw
+
+    probabilities = [0.6, 0.3, 0.1, 0.0]
+    assert draw(probabilities, 0.7, 12345) == draw(probabilities, 0.7, 12345)  # replayable
+    picks = Counter(draw(probabilities, 1.0, seed) for seed in range(4000))
+    assert picks[3] == 0, "an option the model gave no probability is never drawn"
+    assert abs(picks[0] / 4000 - 0.6) < 0.03 and abs(picks[1] / 4000 - 0.3) < 0.03 and abs(picks[2] / 4000 - 0.1) < 0.02
+    sharp = Counter(draw(probabilities, 0.5, seed) for seed in range(4000))  # p**2: 0.78, 0.20, 0.02
+    assert abs(sharp[0] / 4000 - 0.36 / 0.46) < 0.03
+    assert {draw(probabilities, 0.7, seed, "argmax") for seed in range(50)} == {0}
+    assert {draw(probabilities, 0.0, seed) for seed in range(50)} == {0}
+    assert draw([0.5, 0.5], 0.7, 1, "argmax") == 0, "ties go to the first option"

@@ -21,12 +21,14 @@ import pytest
 from eval_support import EvalDouble, is_retry
 from typer.testing import CliRunner
 
-from simulation.errors import InputError
-from simulation.evaluation import consistency, engine, ipip, personagym, prompts, report, targets
-from simulation.evaluation.bigfive import compare
+from simulation.errors import InputError, Problem, RunError
+from simulation.evaluation import consistency, engine, ipip, models, personagym, prompts, report, targets
+from simulation.evaluation.bigfive import FactorResult, aggregate_factors, compare, constant_guess, target_metrics
 from simulation.evaluation.judging import parse_final_line
-from simulation.evaluation.session import EvalOptions
-from simulation.evaluation.stats import bootstrap, pearson
+from simulation.evaluation.session import EvalOptions, Session
+from simulation.evaluation.stats import bootstrap, cohens_kappa, kappa_undefined, majority_share, pearson
+from simulation.llm import registry
+from simulation.llm.factory import BackendChoice
 from simulation.scenario import load_persona
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,6 +159,75 @@ def test_bootstrap_of_a_correlation_skips_degenerate_resamples() -> None:
     assert est.lo is not None and -1 <= est.lo <= est.value <= est.hi <= 1
 
 
+# --------------------------------------------------------------------------- agreement beside its baselines
+
+# Four agents, two measured factors (the other three unmeasured). By hand, sides H(igh)/L(ow) at 0.5:
+#   openness           targets H H H L, measured H L H L: agreement 3/4; constant guess "high" gets 3/4;
+#                      kappa: p_o = 3/4, p_target = 3/4, p_measured = 1/2,
+#                      p_e = 3/4 * 1/2 + 1/4 * 1/2 = 1/2, kappa = (3/4 - 1/2) / (1 - 1/2) = 1/2
+#   conscientiousness  targets L L H H, measured H H H H (0.5 counts high): agreement 2/4; a tie, so the
+#                      constant guess gets 2/4 either way (guessed "high"); kappa left out: every score high
+#   pooled (8 pairs)   agreement 5/8; constant guess per factor, pooled: (3 + 2) / 8 = 5/8;
+#                      kappa: p_o = 5/8, p_target = 5/8, p_measured = 6/8,
+#                      p_e = 5/8 * 6/8 + 3/8 * 2/8 = 36/64, kappa = (40/64 - 36/64) / (28/64) = 1/7
+#   per agent          guess (O high, C high): agent 1 (O H, C L) 1/2, 2 (H, L) 1/2, 3 (H, H) 1, 4 (L, H) 1/2
+HAND_TARGETS = [(0.8, 0.1), (0.7, 0.3), (0.9, 0.6), (0.2, 0.9)]
+HAND_MEASURED = [(0.6, 0.7), (0.3, 0.5), (0.55, 0.8), (0.1, 0.6)]
+
+
+def _hand_results() -> list[FactorResult]:
+    out = []
+    for i, ((to, tc), (mo, mc)) in enumerate(zip(HAND_TARGETS, HAND_MEASURED)):
+        targets_ = {f: 0.5 for f in ipip.FACTORS} | {"openness": to, "conscientiousness": tc}
+        measured = {f: None for f in ipip.FACTORS} | {"openness": mo, "conscientiousness": mc}
+        out.append(FactorResult(f"a{i}", measured, targets_))
+    return out
+
+
+def test_kappa_and_constant_guess_by_hand() -> None:
+    t = np.array([True, True, True, False])
+    assert majority_share(t) == 0.75 and majority_share(~t) == 0.75
+    assert majority_share(np.array([True, False])) == 0.5 and majority_share(np.array([], dtype=bool)) is None
+    assert cohens_kappa(t, np.array([True, False, True, False])) == pytest.approx(0.5)
+    assert cohens_kappa(t, t) == pytest.approx(1.0)
+    assert cohens_kappa(t, ~t) == pytest.approx(-1 / 0.625 + 1)  # p_o 0, p_e 3/8: -3/5
+    assert kappa_undefined(t, np.ones(4, bool)) == "measured scores all on one side"
+    assert kappa_undefined(np.zeros(4, bool), t) == "targets all on one side"
+    assert kappa_undefined(t[:1], t[:1]) == "needs 2 or more pairs"
+    assert cohens_kappa(t, np.ones(4, bool)) is None, "0 by construction when one side is constant: left out"
+
+
+def test_agreement_is_stored_beside_its_constant_guess_and_kappa() -> None:
+    session = Session(EvalDouble(), EvalDouble(), EvalOptions(bootstrap=200))
+    results = _hand_results()
+    agg = {m.metric: m for m in aggregate_factors("bigfive", results, session, "all", None)}
+    assert agg["agreement_openness"].value == 0.75
+    assert agg["agreement_baseline_openness"].value == 0.75
+    assert agg["agreement_baseline_openness"].details["guess"] == "high"
+    assert agg["kappa_openness"].value == pytest.approx(0.5)
+    assert agg["agreement_conscientiousness"].value == 0.5
+    assert agg["agreement_baseline_conscientiousness"].value == 0.5
+    assert agg["kappa_conscientiousness"].value is None
+    assert agg["kappa_conscientiousness"].details["note"] == "kappa undefined: measured scores all on one side"
+    assert agg["agreement"].value == 5 / 8
+    assert agg["agreement_baseline"].value == 5 / 8
+    assert agg["kappa"].value == pytest.approx(1 / 7)
+    assert agg["kappa_extraversion"].value is None and agg["agreement_baseline_extraversion"].value is None
+    guess = constant_guess(results)
+    assert guess["openness"] == "high" and guess["conscientiousness"] == "high"
+    persona = load_persona(ISABELLA)
+    per_agent = []
+    for r in results:
+        rows = {m.metric: m.value for m in target_metrics("bigfive", r, targets.Target(r.target, persona, "x"), guess)}
+        per_agent.append((rows["agreement"], rows["agreement_baseline"]))
+    assert per_agent == [(0.5, 0.5), (0.0, 0.5), (1.0, 1.0), (1.0, 0.5)]
+    look = report.Lookup(list(agg.values()))
+    text = report.agreement_text(look, "bigfive")
+    assert text.startswith("agreement 0.62 [") and "(constant guess 0.62; kappa 0.14" in text
+    assert text.endswith("): not above the constant guess, so it shows nothing"), text
+    assert report.kappa_cell(agg["kappa_conscientiousness"]) == "– (measured scores all on one side)"
+
+
 # --------------------------------------------------------------------------- judge parsing
 
 
@@ -279,8 +350,14 @@ def test_perfect_respondent_recovers_targets() -> None:
     for f in ipip.FACTORS:
         assert _value(result, "bigfive", f"correlation_{f}") > 0.99
         assert _value(result, "bigfive", f"agreement_{f}") == 1.0
+        base = _value(result, "bigfive", f"agreement_baseline_{f}")
+        assert base is not None and 0.5 <= base <= 1.0
+        kappa = _value(result, "bigfive", f"kappa_{f}")
+        assert kappa == 1.0 or (kappa is None and base == 1.0), "perfect agreement where the targets vary"
         effect = _value(result, "bigfive", f"effect_{f}")
         assert effect is None or effect > 1.0, "people written high score far higher than those written low"
+    assert _value(result, "bigfive", "kappa") == 1.0
+    assert _value(result, "bigfive", "agreement_baseline") < 1.0
     assert len(result.calls) == 50 * len(ts)
     assert len(double.batches) == 1  # every item of every persona in one batch
 
@@ -432,6 +509,12 @@ def test_report_files(tmp_path: Path) -> None:
     con.close()
     md = (out / "report.md").read_text()
     assert "## Big Five (IPIP-50 self-report)" in md and "## PersonaGym" in md and "Walter Hughes" in md
+    assert "| MAE | agreement | constant guess |" in md
+    assert "| factor | agreement | constant guess | kappa |" in md
+    assert "high/low agreement " in md and "(constant guess " in md and "; kappa " in md
+    assert "An agreement not above its constant guess shows nothing." in md
+    assert "agent model: evaldouble / evaldouble-v1 (temperature 0.7): backend given by the caller" in md
+    assert data["model_notes"] == {"agent": "backend given by the caller", "judge": "the agents' backend"}
     with pytest.raises(InputError, match="already holds an evaluation"):
         report.write(result, out)
 
@@ -457,6 +540,15 @@ def test_eval_command_with_a_test_double(tmp_path: Path, monkeypatch: pytest.Mon
     assert result.output.strip().splitlines()[-1] == str(out)
     assert "Persona fidelity" in result.output and "Isabella" in result.output
     assert (out / "report.md").is_file() and double.closed
+    flat = " ".join(result.output.split())
+    assert "IPIP high/low agreement per factor, beside the constant guess" in flat
+    assert "IPIP: high/low agreement " in flat and "(constant guess " in flat and "; kappa " in flat
+    # persona files name no model: the default is used, and said to be
+    why = "the default model: no target names one (persona files carry none) and no --backend/--model was given"
+    assert "Agents' model: llamacpp / the bundled model (" + why + ")" in flat
+    assert "Judge's model: llamacpp / the bundled model (the agents' model: no --judge-backend" in flat
+    md = (out / "report.md").read_text()
+    assert f"agent model: evaldouble / evaldouble-v1 (temperature 0.7): {why}" in md
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
@@ -491,6 +583,120 @@ def test_eval_of_a_broken_run_db_exits_2(tmp_path: Path, monkeypatch: pytest.Mon
     result = _agora(["eval", str(tmp_path)], monkeypatch, EvalDouble())
     assert result.exit_code == 2, result.output
     assert "run.db" in result.output
+
+
+# --------------------------------------------------------------------------- which model, and why
+
+
+def test_run_target_takes_the_settings_the_run_was_started_with(run_dir: Path) -> None:
+    db = run_dir / "run.db"
+    con = sqlite3.connect(db)
+    saved = json.loads(con.execute("select scenario from resume_state").fetchone()[0])
+    saved["scenario"]["llm"]["model"] = "/models/big.gguf"  # as `agora run --model /models/big.gguf` records it
+    con.execute("update resume_state set scenario = ?", (json.dumps(saved),))
+    con.execute("update runs set backend = 'llamacpp'")
+    con.commit()
+    t = targets.resolve([run_dir])[0]
+    assert t.llm.model == "/models/big.gguf" and t.llm_problem is None
+    assert "was started with" in t.llm_source
+    # an old run.db without resume_state: the scenario text's llm: block, and the source says what is unknown
+    con.execute("drop table resume_state")
+    con.commit()
+    con.close()
+    t = targets.resolve([run_dir])[0]
+    assert t.llm.model is None and t.llm_problem is None and "override" in t.llm_source
+
+
+def test_unreadable_run_llm_settings_are_an_error_not_the_bundled_model(run_dir: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    con = sqlite3.connect(run_dir / "run.db")
+    con.execute("update resume_state set scenario = '{not json'")
+    con.commit()
+    con.close()
+    t = targets.resolve([run_dir])[0]  # resolving still works (other commands read only the personas)
+    assert t.llm is None and t.llm_problem.field == "resume_state.scenario"
+    result = _agora(["eval", str(run_dir), "--items", "5", "--out", str(tmp_path / "e")], monkeypatch, EvalDouble())
+    assert result.exit_code == 2, result.output
+    assert "resume_state.scenario: is not valid JSON" in result.output and "--backend/--model" in result.output
+    assert not (tmp_path / "e").exists()
+
+
+def test_run_on_a_backend_its_settings_do_not_describe_needs_a_named_model(run_dir: Path, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fixture's run ran on the scripted test backend; its settings say llamacpp: asking the
+    bundled model instead would evaluate agents on a model they never ran on."""
+    t = targets.resolve([run_dir])[0]
+    assert t.recorded[0] == "scripted" and t.llm.backend == "llamacpp"
+    assert t.llm_problem.field == "runs.backend"
+    result = _agora(["eval", str(run_dir), "--items", "5", "--out", str(tmp_path / "e")], monkeypatch, EvalDouble())
+    assert result.exit_code == 2, result.output
+    flat = " ".join(result.output.split())
+    assert "runs.backend: the run ran on the 'scripted' backend" in flat and "--backend/--model" in flat
+    gguf = tmp_path / "other.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(100))
+    result = _agora(["eval", str(run_dir), "--items", "5", "--model", str(gguf), "--out", str(tmp_path / "f")],
+                    monkeypatch, EvalDouble())
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert (f"Agents' model: llamacpp / {gguf} (named on the command line: --model {gguf}, instead of the targets' "
+            "own model)") in flat
+    assert f"named on the command line: --model {gguf}" in (tmp_path / "f" / "report.md").read_text()
+
+
+def _target(name: str, llm=None, base: Path | None = None, problem: Problem | None = None,
+            recorded: tuple[str, str] | None = None) -> targets.Target:
+    persona = load_persona(ISABELLA).model_copy(update={"id": name})
+    return targets.Target(name, persona, f"runs/{name}", run_id=name if recorded else None, llm=llm, llm_base=base,
+                          llm_source=f"the LLM settings run runs/{name} was started with", llm_problem=problem,
+                          recorded=recorded)
+
+
+def test_agent_model_choice_says_why(tmp_path: Path) -> None:
+    gguf = tmp_path / "small.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(100))
+    own = registry.parse_settings({"backend": "llamacpp", "model": "small.gguf"})
+    persona_only = [_target("p")]
+    chosen = models.agent_model(persona_only, BackendChoice())
+    assert chosen.settings == registry.default_settings() and "the default model" in chosen.why
+    # a run's own model, also used for a persona file beside it
+    from simulation.llm.llamacpp import model_fingerprint
+
+    run = _target("r", own, tmp_path, recorded=("llamacpp", model_fingerprint(gguf)))
+    chosen = models.agent_model([run, _target("p")], BackendChoice())
+    assert chosen.settings.model == "small.gguf" and chosen.base_dir == tmp_path
+    assert chosen.why.startswith("the targets' own model (the LLM settings run runs/r was started with)")
+    assert "also for the 1 persona-file agent(s)" in chosen.why
+    assert models.describe(chosen.settings) == "llamacpp / small.gguf"
+    # the file was replaced since the run: refused, not evaluated on another model
+    replaced = _target("r", own, tmp_path, recorded=("llamacpp", "small.gguf@000000000000"))
+    with pytest.raises(InputError, match="runs.model: the run recorded model 'small.gguf@000000000000'"):
+        models.agent_model([replaced], BackendChoice())
+    # runs of different models together: refused unless one model is named
+    other = _target("s", registry.default_settings(), tmp_path, recorded=("llamacpp", "x"))
+    with pytest.raises(InputError, match="the targets name different models"):
+        models.agent_model([run, other], BackendChoice())
+    named = models.agent_model([run, other], BackendChoice(model=str(gguf)))
+    assert named.settings.model == str(gguf) and named.why.startswith(f"named on the command line: --model {gguf}")
+    # a target whose own model cannot be used
+    broken = _target("b", problem=Problem("runs/b", "LLM settings are not valid: x", field="resume_state.scenario.llm"))
+    with pytest.raises(InputError, match="resume_state.scenario.llm: LLM settings are not valid: x; name the"):
+        models.agent_model([broken], BackendChoice())
+    judge = models.judge_model(chosen, BackendChoice(option_prefix="--judge-"))
+    assert judge.settings == chosen.settings and judge.why.startswith("the agents' model")
+    judge = models.judge_model(chosen, BackendChoice(backend="openai", base_urls=["http://127.0.0.1:9/v1"],
+                                                     option_prefix="--judge-"))
+    assert judge.settings.backend == "openai" and judge.settings.model is None
+    assert judge.why == ("named on the command line: --judge-backend openai --judge-base-url http://127.0.0.1:9/v1; "
+                         "other settings from the agents' model")
+
+
+def test_unwritable_run_db_is_a_run_error(tmp_path: Path) -> None:
+    ts = targets.resolve([ISABELLA])
+    double = EvalDouble()
+    result = engine.evaluate(ts, double, double, EvalOptions(suites=("bigfive",), items=5))
+    ts[0].run_id, ts[0].run_db = "r", tmp_path  # a folder is no database
+    with pytest.raises(RunError, match="cannot write evaluations into"):
+        report.write_run_evaluations(result, tmp_path / "out")
 
 
 # --------------------------------------------------------------------------- the real model

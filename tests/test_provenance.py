@@ -1,6 +1,7 @@
 """Provenance through scripted conversations: a fact whispered to Ann, Ann tells Bob, Bob tells Cat
 (changing the time). Every memory records its source; the fact's cascade is Ann -> Bob -> Cat,
-depth 2; Cat's version is distorted; probe answers are scored against the fact's details."""
+depth 2; Cat's version is distorted; probe answers are scored against the fact's details. A recap
+is the listener's own summary: one that carries a fact no line did makes nobody aware."""
 
 from __future__ import annotations
 
@@ -132,3 +133,47 @@ def test_resume_reads_back_who_is_aware(tmp_path, embedder):
         run_dir = sim.run_dir
     with Simulation.resume(run_dir, ticks=1, backend=Telling()) as sim:
         assert "ann" in sim.model.facts.aware["party"] and "bob" in sim.model.facts.aware["party"]
+
+
+RECAP_LINES = {**LINES, "bob": "Good morning! The coffee is fresh today."}
+CAT_RECAP = "Bob told me Ann is throwing a party at the Corner Cafe tomorrow at 5pm."
+
+
+class Recapping(Telling):
+    """As ``Telling``, but Bob never passes the party on (his line is about coffee), and Cat's own
+    summary of her talk with him carries it all the same: an invention of hers, not a telling."""
+
+    def answer(self, req: LLMRequest) -> str:
+        who = req.agent_id or ""
+        if req.purpose == "utterance":
+            return json.dumps({"say": RECAP_LINES[who]})
+        if req.purpose == "recap" and who == "cat":
+            return json.dumps({"summary": CAT_RECAP, "view": "Bob knows everything.", "feeling": 2, "importance": 6})
+        return super().answer(req)
+
+
+def test_a_recap_carrying_a_fact_no_line_did_is_invented_not_awareness(tmp_path, embedder):
+    from simulation import Simulation
+    from simulation import scenario as sc
+    from simulation.provenance.rules import AWARE_SOURCES, TOLD_SOURCES
+    from simulation.rundb.facts import first_aware, spread
+
+    assert "recapped" not in AWARE_SOURCES and TOLD_SOURCES == ("heard",)
+    with Simulation.from_scenario(sc.load(TELLING), backend=Recapping(end_after=2), out=tmp_path) as sim:
+        sim.run()
+        db, run_id, aware = sim.db, sim.run_id, sim.model.facts.aware["party"]
+        # Cat's summary of her talk with Bob carries the party; no line Cat heard does
+        rows = db.execute("select source, from_agent from fact_memories where fact_id = 'party' "
+                          "and agent_id = 'cat'").fetchall()
+        assert ("recapped", "bob") in rows and not any(source == "heard" for source, _ in rows)
+        heard = db.execute("select count(*) from memories where agent_id = 'cat' and source = 'heard'").fetchone()[0]
+        assert heard >= 1, "Bob did speak to Cat"
+        # ... so Cat is not aware: not in the tracker, not in the cascade, and her recap counts as invented
+        assert aware == {"ann", "bob"}
+        learned = {i.agent_id: i for i in first_aware(db, run_id)["party"]}
+        assert set(learned) == {"ann", "bob"} and learned["bob"].source == "heard"
+        s = spread(db, run_id)["party"]
+        assert (s.aware, s.told, s.depth) == (2, 1, 1) and s.invented >= 1
+        # her probe answer names the details she was never told: invented
+        probe = db.execute("select aware, verdict from probes where fact_id = 'party' and agent_id = 'cat'")
+        assert probe.fetchone() == (0, "invented")

@@ -126,7 +126,7 @@ def test_awareness_follows_provenance_not_keywords(traced):
     party = {i.agent_id: i for i in learned["party"]}
     assert list(party) == ["ann", "bob", "cat", "dan"]  # zed is no person of the run; ann's "said" is not news
     assert [(party[a].source, party[a].parent, party[a].depth) for a in party] == [
-        ("whispered", None, 0), ("heard", "ann", 1), ("heard", "bob", 2), ("recapped", "cat", 3)]
+        ("whispered", None, 0), ("heard", "ann", 1), ("heard", "bob", 2), ("heard", "cat", 3)]
     assert party["bob"].utterance_id == 1 and all(i.teller_aware for i in party.values())
     assert [c[2] for c in facts.awareness_curve(con, RUN_ID)["party"]] == [1, 2, 3, 4]
     s = facts.spread(con, RUN_ID)["party"]

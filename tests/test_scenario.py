@@ -192,7 +192,7 @@ BAD_CASES: dict[str, tuple[str | tuple[str, ...], int | None, str | None]] = {
     "event_outside.yaml": ("2023-02-14 07:00 is outside the run", 16, "events[0].at"),
     "place_event_unknown_place.yaml": ("unknown place 'moon'", 16, "events[0].place"),
     "probe_unknown.yaml": ("unknown persona 'nobody'", 16, "probes[0].agents[1]"),
-    "llm_backend.yaml": ("'llamacpp', 'vllm' or 'openai'", 16, "llm.backend"),
+    "llm_backend.yaml": ("'llamacpp', 'vllm', 'openai' or 'control'", 16, "llm.backend"),
     "llm_model_missing.yaml": (("model file not found", "no_such_model.gguf"), 16, "llm.model"),
     "home_unknown_place.yaml": ("unknown place 'castle'", 14, "personas[0].home"),
     "missing_name.yaml": ("required field is missing", None, "name"),

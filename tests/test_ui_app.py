@@ -283,7 +283,7 @@ def test_metrics_draws_a_cascade_over_the_town(monkeypatch, cascade_run):
     aware = [a for a, _, source, _, _ in CASCADE if source != "planned"]
     assert len(table) == len(aware)
     grace = table.loc["Grace Okafor"]
-    assert (grace["via"], grace["from"], grace["depth"]) == ("recapped", "Walter Hughes", 2)
+    assert (grace["via"], grace["from"], grace["depth"]) == ("heard", "Walter Hughes", 2)
     assert grace["teller aware"] == "yes"
     assert (grace["kept"], grace["lost"], grace["changed"]) == ("day", "time", "place")
     assert (table.loc["Daniel Okafor", "teller aware"], table.loc["Daniel Okafor", "depth"]) == ("no", 1)

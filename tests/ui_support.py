@@ -157,7 +157,7 @@ CASCADE = [
     ("isabella_rodriguez", 0, "whispered", None, {"place": "kept", "day": "kept", "time": "kept"}),
     ("theo_lindqvist", 2, "planned", None, {"place": "kept", "day": "lost", "time": "lost"}),
     ("walter_hughes", 3, "heard", "isabella_rodriguez", {"place": "kept", "day": "kept", "time": "lost"}),
-    ("grace_okafor", 6, "recapped", "walter_hughes", {"place": "changed", "day": "kept", "time": "lost"}),
+    ("grace_okafor", 6, "heard", "walter_hughes", {"place": "changed", "day": "kept", "time": "lost"}),
     ("daniel_okafor", 8, "heard", "theo_lindqvist", {"place": "kept", "day": "lost", "time": "lost"}),
     ("samira_haddad", 9, "perceived", "isabella_rodriguez", {"place": "kept", "day": "lost", "time": "lost"}),
 ]

@@ -332,11 +332,12 @@ def fact_cascade(places: pd.DataFrame, homes: dict[str, str | None], names: dict
 
 
 VERDICT_COLORS = {
-    "right": "#2b8a3e", "partial": "#8ce99a", "wrong": "#e03131", "missed": "#adb5bd",
-    "honest": "#4dabf7", "invented": "#f08c00",
+    "right": "#2b8a3e", "partial": "#8ce99a", "mixed": "#f783ac", "wrong": "#e03131", "missed": "#adb5bd",
+    "honest": "#4dabf7", "invented": "#f08c00", "failed": "#495057",
 }
-"""Probe verdicts (``probes.verdict``), in the order they stack: first for people aware of the
-fact, then for people not aware of it."""
+"""Probe verdicts (``probes.verdict``, ``simulation.provenance.rules``), in the order they stack:
+first for people aware of the fact, then for people not aware of it, then answers the model
+failed to give."""
 
 
 def probe_verdicts(frame: pd.DataFrame) -> go.Figure:

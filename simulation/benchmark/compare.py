@@ -1,13 +1,17 @@
-"""Behaviour benchmarks side by side: each metric's mean and 95 % interval per report, and the change.
+"""Behaviour benchmarks side by side, judged by paired per-seed differences.
 
-A change to prompts, cognition or models is judged by its numbers against the previous ones,
-over several seeds, with intervals, including what got worse. ``compare`` reads the
-``behaviour.json`` of two or more ``agora bench behaviour`` reports (the first is the
-reference), recomputes each metric's estimate from the per-seed values (so a metric an older
-report did not have shows as missing, not as zero), and says for each metric whether the last
-report's interval lies wholly above or below the first's (``higher`` / ``lower``) or overlaps it
-(``overlap``: within what five seeds can tell apart). Which direction is better depends on the
-metric, so the words say only which way it moved.
+A change to prompts, cognition or models is judged by its numbers against the previous ones over
+the same seeds, with intervals, including what got worse. ``compare`` reads the
+``behaviour.json`` of two or more ``agora bench behaviour`` reports (the first is the reference)
+that ran the same seeds, and for each metric gives each report's mean and 95 % interval and,
+for every later report, the mean of the per-seed differences from the reference with its own 95 %
+interval (``rundb.intervals.paired``). A seed fixes much of a run (who meets whom when), so two
+engines on the same seeds differ less from each other than two seeds do: the paired interval
+sees a change that two overlapping five-seed intervals would call "not moved". *moved* says
+whether the last report's difference lies wholly above (``higher``) or below (``lower``) zero,
+``same`` (every seed equal), or ``overlap``. Which direction is better depends on the metric, so
+the words say only which way it moved. Reports of different seeds are refused: unpaired numbers
+are not a comparison this command makes.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulation.benchmark.behaviour import Estimate, format_value, metric_order, estimate
+from simulation.benchmark.behaviour import Estimate, estimate, format_value, metric_order
 from simulation.errors import InputError, Problem
+from simulation.rundb.intervals import paired, verdict_of
 
 __all__ = ["Comparison", "Report", "cell", "compare", "load_report", "markdown"]
 
@@ -31,7 +36,14 @@ class Report:
     ticks: int | None
     model: str
     values: dict[str, list[float | None]]
-    """metric -> the value of each seed (None where the seed's run gave none or did not have it)."""
+    """metric -> the value of each seed, in ``seeds`` order (None where the seed's run gave none)."""
+    engine: str = ""
+    scenario_sha256: str = ""
+
+    def by_seed(self, name: str, seeds: list[int]) -> list[float | None]:
+        """``name``'s values in the order of ``seeds``."""
+        values = dict(zip(self.seeds, self.values.get(name, [None] * len(self.seeds)), strict=True))
+        return [values.get(s) for s in seeds]
 
 
 @dataclass(frozen=True)
@@ -39,8 +51,11 @@ class Comparison:
     metric: str
     estimates: list[Estimate]
     """One per report, in the reports' order."""
+    differences: list[Estimate]
+    """One per later report: its per-seed difference from the first, paired by seed."""
     moved: str
-    """``higher``, ``lower`` or ``overlap`` (last report against the first), or ``–`` without both."""
+    """The last report's paired difference from the first: ``higher``, ``lower``, ``same``, ``overlap``
+    or ``–`` where a side has no value."""
 
 
 def load_report(path: Path, label: str | None = None) -> Report:
@@ -52,30 +67,29 @@ def load_report(path: Path, label: str | None = None) -> Report:
         names = sorted({name for run in runs for name in run["metrics"]})
         values = {name: [run["metrics"].get(name) for run in runs] for name in names}
         return Report(label or path.name, file, data["scenario"], [int(r["seed"]) for r in runs], data.get("ticks"),
-                      data.get("model", ""), values)
+                      data.get("model", ""), values, data.get("engine", ""), data.get("scenario_sha256", ""))
     except FileNotFoundError:
         raise InputError(Problem(str(file), "not found: give a report directory of agora bench behaviour")) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(Problem(str(file), f"not a behaviour benchmark report: {exc}")) from None
 
 
-def _moved(first: Estimate, last: Estimate) -> str:
-    if first.mean is None or last.mean is None:
-        return "–"
-    if last.low is not None and first.high is not None and last.low > first.high:
-        return "higher"
-    if last.high is not None and first.low is not None and last.high < first.low:
-        return "lower"
-    return "overlap"
-
-
 def compare(reports: list[Report]) -> list[Comparison]:
-    """Every metric any report has, in the report's usual order."""
+    """Every metric any report has, in the report's usual order. The reports must have run the
+    same seeds (``InputError`` otherwise: the comparison is paired)."""
+    seeds = sorted(reports[0].seeds)
+    for r in reports[1:]:
+        if sorted(r.seeds) != seeds:
+            raise InputError(Problem(str(r.path), f"ran seeds {', '.join(map(str, sorted(r.seeds)))}, the reference "
+                                     f"{reports[0].label} ran {', '.join(map(str, seeds))}: a paired comparison needs "
+                                     "the same seeds (run the benchmark again with --seeds)"))
     names = sorted({n for r in reports for n in r.values}, key=metric_order)
     out = []
     for name in names:
-        estimates = [estimate(r.values.get(name, []), name) for r in reports]
-        out.append(Comparison(name, estimates, _moved(estimates[0], estimates[-1])))
+        columns = [r.by_seed(name, seeds) for r in reports]
+        estimates = [estimate(c, name) for c in columns]
+        differences = [paired(columns[0], c) for c in columns[1:]]
+        out.append(Comparison(name, estimates, differences, verdict_of(differences[-1])))
     return out
 
 
@@ -88,15 +102,34 @@ def cell(e: Estimate) -> str:
     return format_value(e.mean)
 
 
+def difference_cell(e: Estimate) -> str:
+    """A paired difference, signed: "+0.12 [+0.03–+0.21]"."""
+    if e.mean is None:
+        return "–"
+
+    def signed(v: float | None) -> str:
+        return "–" if v is None else ("+" if v > 0 else "") + format_value(v)
+
+    if e.n > 1 and e.low is not None and e.high is not None:
+        return f"{signed(e.mean)} [{signed(e.low)}–{signed(e.high)}]"
+    return signed(e.mean)
+
+
 def markdown(reports: list[Report], rows: list[Comparison]) -> str:
     """The comparison as a markdown table, with what each report is."""
-    lines = ["| report | scenario | seeds | ticks | model |", "|---|---|---|---:|---|"]
-    lines += [f"| {r.label} | {r.scenario} | {', '.join(map(str, r.seeds))} | {r.ticks or '–'} | `{r.model}` |"
-              for r in reports]
-    lines += ["", "Mean [95 % interval] over seeds; *moved*: the last report's interval wholly above (`higher`) "
-              "or below (`lower`) the first's, or `overlap`.", "",
-              "| metric | " + " | ".join(r.label for r in reports) + " | moved |",
-              "|---|" + "---:|" * len(reports) + "---|"]
+    lines = ["| report | scenario | seeds | ticks | model | engine |", "|---|---|---|---:|---|---|"]
+    lines += [f"| {r.label} | {r.scenario} | {', '.join(map(str, r.seeds))} | {r.ticks or '–'} | `{r.model}` | "
+              f"`{r.engine or '–'}` |" for r in reports]
+    if len({r.scenario_sha256 for r in reports if r.scenario_sha256}) > 1:
+        lines += ["", "Note: the reports ran different scenario content (their scenario files' sha256 differ)."]
+    first = reports[0].label
+    lines += ["", "Mean [95 % interval] over seeds; Δ: the mean of the per-seed differences from "
+              f"{first} (same seeds) and its 95 % interval; *moved*: the last Δ wholly above zero (`higher`), below "
+              "(`lower`), zero in every seed (`same`), or `overlap`.", "",
+              "| metric | " + " | ".join(r.label for r in reports) + " | "
+              + " | ".join(f"Δ {r.label} − {first}" for r in reports[1:]) + " | moved |",
+              "|---|" + "---:|" * (2 * len(reports) - 1) + "---|"]
     for row in rows:
-        lines.append(f"| `{row.metric}` | " + " | ".join(cell(e) for e in row.estimates) + f" | {row.moved} |")
+        lines.append(f"| `{row.metric}` | " + " | ".join(cell(e) for e in row.estimates) + " | "
+                     + " | ".join(difference_cell(d) for d in row.differences) + f" | {row.moved} |")
     return "\n".join(lines) + "\n"

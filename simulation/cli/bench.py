@@ -1,9 +1,11 @@
 """`agora bench behaviour` and `agora behaviour`: a scenario's behaviour over several seeds, and one run's.
 
 ``bench behaviour`` runs the scenario once per seed (a rich progress bar over seeds and ticks),
-then writes report.md, behaviour.json and PNG plots (simulation/benchmark/behaviour.py) and
-prints the table. ``behaviour`` computes one run's metrics from its run.db, stores them in its
-``behaviour`` table and prints them.
+with ``--control`` also with the no-LLM control on the same seeds (``simulation.llm.control``),
+then writes report.md, behaviour.json, the audit CSVs and PNG plots
+(simulation/benchmark/report.py) and prints the table. ``behaviour`` computes one run's metrics
+from its run.db, stores them in its ``behaviour`` table and prints them. Both flag in red any
+purpose whose questions fell back to the safe default half the time or more.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from simulation.cli import common
 from simulation.cli.common import BackendOpt, BaseUrlOpt, CacheOpt, CachePathOpt, ModelOpt, user_errors
 from simulation.errors import InputError, Problem
 
-__all__ = ["behaviour", "bench_behaviour", "bench_compare"]
+__all__ = ["behaviour", "bench_behaviour", "bench_compare", "bench_rescore"]
 
 
 def _seeds(text: str) -> list[int]:
@@ -47,13 +49,20 @@ def bench_behaviour(
     base_url: BaseUrlOpt = None,
     cache: CacheOpt = None,
     cache_path: CachePathOpt = None,
+    control: Annotated[bool, typer.Option(
+        "--control", help="also run the no-LLM control on the same seeds (into OUT/control) and report the "
+                          "LLM's margin over it")] = False,
     quiet: common.quiet_option("the report's path") = False,  # type: ignore[valid-type]
 ) -> None:
     """Run a scenario over several seeds and report each behaviour metric's mean and 95 % interval.
 
-    Run again with the same --out, it reuses the finished runs there and resumes the interrupted ones."""
+    Run again with the same --out, it reuses the finished runs there (made by this engine from this
+    scenario content) and resumes the interrupted ones."""
     from simulation import scenario as sc
-    from simulation.benchmark.behaviour import run_benchmark, write_report
+    from simulation.benchmark.behaviour import run_benchmark
+    from simulation.benchmark.compare import difference_cell
+    from simulation.benchmark.report import failing, margins, write_report
+    from simulation.llm.factory import BackendChoice
 
     loaded = sc.load(scenario_file)
     chosen = _seeds(seeds)
@@ -80,21 +89,43 @@ def bench_behaviour(
     try:
         result = run_benchmark(loaded, chosen, out, ticks=ticks, llm=choice, command=command, on_seed=on_seed,
                                on_tick=on_tick)
+        baseline = None
+        if control:
+            def on_control_seed(i: int, seed: int) -> None:
+                on_seed(i, seed)
+                if progress is not None:
+                    progress.update(seeds_task, description=f"control, seed {seed}")
+
+            baseline = run_benchmark(loaded, chosen, out / "control", ticks=ticks,
+                                     llm=BackendChoice(backend="control", cache="off"), command=command,
+                                     on_seed=on_control_seed, on_tick=on_tick)
     finally:
         if progress is not None:
             progress.update(seeds_task, completed=len(chosen))
             progress.stop()
-    files = write_report(result, out)
+    files = write_report(result, out, baseline)
+    if baseline is not None:
+        write_report(baseline, out / "control")
+    for purpose, share in failing(result):
+        common.err.print(f"[bold red]failing:[/] {escape(purpose)} falls back {share:.0%} of the time: that part "
+                         "of cognition is not running", highlight=False)
     if quiet:
         common.console.print(str(out / "report.md"), highlight=False, soft_wrap=True)
         return
-    table = Table(title=f"Behaviour of {escape(result.scenario)} over seeds {seeds} (mean, 95 % interval)",
-                  title_justify="left")
-    for col in ("metric", "mean", "95 % interval", "n"):
+    table = Table(title=f"Behaviour of {escape(result.scenario)} over seeds {seeds} (mean, 95 % interval); "
+                        f"{result.trajectories} distinct trajectories", title_justify="left")
+    columns = ["metric", "mean", "95 % interval", "n", "distinct"] + (["control", "LLM − control"] if baseline else [])
+    for col in columns:
         table.add_column(col, justify="left" if col == "metric" else "right")
+    margin = margins(result, baseline) if baseline is not None else {}
+    control_table = baseline.table() if baseline is not None else {}
     for name, e in result.table().items():
         interval = f"{e.low:.3g} – {e.high:.3g}" if e.n > 1 and e.low is not None else "–"
-        table.add_row(name, "–" if e.mean is None else f"{e.mean:.3g}", interval, str(e.n))
+        row = [name, "–" if e.mean is None else f"{e.mean:.3g}", interval, str(e.n), str(result.distinct(name))]
+        if baseline is not None:
+            c = control_table.get(name)
+            row += ["–" if c is None or c.mean is None else f"{c.mean:.3g}", difference_cell(margin[name])]
+        table.add_row(*row)
     common.console.print(table)
     common.console.print("Report: " + ", ".join(str(f) for f in files), highlight=False, soft_wrap=True)
 
@@ -106,6 +137,7 @@ def behaviour(
     """Re-score a run's probe answers, compute its behaviour metrics (docs/behaviour.md), store both in its run.db and print them."""
     from simulation.provenance.rescore import rescore_probes
     from simulation.rundb.behaviour import behaviour as compute
+    from simulation.rundb.behaviour import failing_purposes
     from simulation.store import RunStore
 
     store = RunStore.open(run_dir)
@@ -119,9 +151,17 @@ def behaviour(
     table = Table(title=f"Behaviour of {escape(str(run_dir))}", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
+    failing = dict(failing_purposes(metrics))
     for name, value in metrics.items():
-        table.add_row(name, "–" if value is None else f"{value:.4g}")
+        shown = "–" if value is None else f"{value:.4g}"
+        if name.removeprefix("llm.fallback_share.") in failing and name.startswith("llm.fallback_share."):
+            table.add_row(f"[bold red]{escape(name)}[/]", f"[bold red]{shown} failing[/]")
+        else:
+            table.add_row(escape(name), shown)
     common.console.print(table)
+    for purpose, share in failing.items():
+        common.console.print(f"[bold red]failing:[/] {escape(purpose)} falls back {share:.0%} of the time: that "
+                             "part of cognition is not running", highlight=False)
 
 
 @user_errors
@@ -131,8 +171,9 @@ def bench_compare(
     label: Annotated[Optional[list[str]], typer.Option(help="a name per report, in order (default: the folder names)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="also write the comparison as markdown to this file")] = None,
 ) -> None:
-    """Behaviour benchmarks side by side: each metric's mean and 95 % interval, and which way the last moved from the first."""
-    from simulation.benchmark.compare import cell, compare, load_report, markdown
+    """Behaviour benchmarks of the same seeds side by side: each metric's mean and 95 % interval, and the
+    per-seed (paired) difference of each from the first, with its interval."""
+    from simulation.benchmark.compare import cell, compare, difference_cell, load_report, markdown
 
     if len(reports) < 2:
         raise InputError(Problem("REPORT", "give two or more report directories to compare"))
@@ -140,14 +181,36 @@ def bench_compare(
         raise InputError(Problem("--label", f"give one label per report: {len(reports)} reports, {len(label)} labels"))
     loaded = [load_report(p, label[i] if label else None) for i, p in enumerate(reports)]
     rows = compare(loaded)
-    table = Table(title="Behaviour, mean [95 % interval] over seeds", title_justify="left")
+    table = Table(title="Behaviour, mean [95 % interval] over seeds; Δ paired by seed", title_justify="left")
     table.add_column("metric")
     for r in loaded:
         table.add_column(escape(r.label), justify="right")
+    for r in loaded[1:]:
+        table.add_column(escape(f"Δ {r.label}"), justify="right")
     table.add_column("moved")
     for row in rows:
-        table.add_row(row.metric, *(cell(e) for e in row.estimates), row.moved)
+        table.add_row(row.metric, *(cell(e) for e in row.estimates), *(difference_cell(d) for d in row.differences),
+                      row.moved)
     common.console.print(table)
     if out is not None:
         out.write_text(markdown(loaded, rows), "utf-8")
         common.console.print(f"Written: {out}", highlight=False, soft_wrap=True)
+
+
+@user_errors
+def bench_rescore(
+    report: Annotated[Path, typer.Argument(metavar="REPORT", show_default=False,
+                                           help="a report directory of agora bench behaviour (its runs/ are read)")],
+    out: Annotated[Path, typer.Option(help="where to write the rescored report", show_default=False)],
+    quiet: common.quiet_option("the report's path") = False,  # type: ignore[valid-type]
+) -> None:
+    """Score an earlier benchmark's runs by this engine's rules, whatever engine made them; the report
+    names both engines. Nothing is run again: for judging an older engine by today's instrument."""
+    from simulation.benchmark.behaviour import rescore_benchmark
+    from simulation.benchmark.report import write_report
+
+    command = "agora " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else ""
+    result = rescore_benchmark(report, command)
+    files = write_report(result, out)
+    common.console.print(str(out / "report.md") if quiet else "Report: " + ", ".join(str(f) for f in files),
+                         highlight=False, soft_wrap=True)

@@ -42,6 +42,7 @@ bench_app = typer.Typer(name="bench", help="Benchmarks that run a scenario and r
                         no_args_is_help=True)
 bench_app.command("behaviour")(bench.bench_behaviour)
 bench_app.command("compare")(bench.bench_compare)
+bench_app.command("rescore")(bench.bench_rescore)
 app.add_typer(bench_app, name="bench")
 
 

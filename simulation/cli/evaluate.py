@@ -54,10 +54,10 @@ def eval_(
     quiet: QuietOpt = False,
 ) -> None:
     """Evaluate persona fidelity; writes eval.db, results.json/.csv, report.md and plots into --out."""
-    from simulation.evaluation import engine, report
+    from simulation.evaluation import engine, models, report
     from simulation.evaluation import targets as targets_mod
     from simulation.evaluation.session import EvalOptions
-    from simulation.llm import factory, registry
+    from simulation.llm import factory
 
     suites = engine.parse_suites(suite)
     if out is not None and (out / "eval.db").exists():
@@ -65,26 +65,32 @@ def eval_(
     agent_choice = common.backend_choice(backend, model, base_url, cache)
     judge_choice = common.backend_choice(judge_backend, judge_model, judge_base_url, cache, prefix="--judge-")
     found = targets_mod.resolve(list(targets))
-    first = next((t for t in found if t.llm is not None), None)
-    base = first.llm if first and first.llm else registry.default_settings()
-    base_dir = first.llm_base if first and first.llm_base else Path.cwd()
-    agent_settings = agent_choice.apply(base)
-    judge_settings = judge_choice.apply(agent_settings)
+    # Which model and why, said out loud: never a silent fall back to the bundled model.
+    agent_model = models.agent_model(found, agent_choice)
+    judge_model_ = models.judge_model(agent_model, judge_choice)
+    agent_settings, judge_settings = agent_model.settings, judge_model_.settings
     options = EvalOptions(suites=suites, seed=seed, items=items, settings=settings, questions=questions,
                           max_items=max_items, bootstrap=bootstrap, temperature=temperature,
                           judge_temperature=judge_temperature)
     show = common.show_progress(quiet)
+    if not quiet:
+        common.console.print(f"Agents' model: {escape(models.describe(agent_settings))} "
+                             f"({escape(agent_model.why)})", highlight=False)
+        common.console.print(f"Judge's model: {escape(models.describe(judge_settings))} "
+                             f"({escape(judge_model_.why)})", highlight=False)
     with common.status("loading model...", show):
-        agent = factory.build_backend(agent_settings, base_dir)
+        agent = factory.build_backend(agent_settings, agent_model.base_dir)
         try:
-            judge = agent if judge_settings == agent_settings else factory.build_backend(judge_settings, base_dir)
+            judge = agent if judge_settings == agent_settings else factory.build_backend(judge_settings,
+                                                                                          judge_model_.base_dir)
         except BaseException:
             agent.close()
             raise
     bar = common.CallsBar("evaluating", show)
     try:
         with bar.live():
-            result = engine.evaluate(found, agent, judge, options, on_progress=bar.on_llm, on_plan=bar.plan)
+            result = engine.evaluate(found, agent, judge, options, on_progress=bar.on_llm, on_plan=bar.plan,
+                                     model_notes={"agent": agent_model.why, "judge": judge_model_.why})
     finally:
         agent.close()
         if judge is not agent:
@@ -97,7 +103,8 @@ def eval_(
 
 
 def _show(result: Any, out: Path) -> None:
-    from simulation.evaluation.report import Lookup
+    from simulation.evaluation.ipip import FACTORS
+    from simulation.evaluation.report import Lookup, agreement_text, kappa_cell
 
     console = common.console
     look = Lookup(result.metrics)
@@ -105,9 +112,11 @@ def _show(result: Any, out: Path) -> None:
                   title_justify="left")
     cols = [("agent", None)]
     if "bigfive" in result.suites:
-        cols += [("IPIP MAE", ("bigfive", "mae")), ("IPIP agree", ("bigfive", "agreement"))]
+        cols += [("IPIP MAE", ("bigfive", "mae")), ("IPIP agree", ("bigfive", "agreement")),
+                 ("IPIP constant guess", ("bigfive", "agreement_baseline"))]
     if "interview" in result.suites:
-        cols += [("interview MAE", ("interview", "mae")), ("interview agree", ("interview", "agreement"))]
+        cols += [("interview MAE", ("interview", "mae")), ("interview agree", ("interview", "agreement")),
+                 ("interview constant guess", ("interview", "agreement_baseline"))]
     if "personagym" in result.suites:
         cols += [("PersonaScore 1-5", ("personagym", "persona_score"))]
     if "consistency" in result.suites:
@@ -121,8 +130,25 @@ def _show(result: Any, out: Path) -> None:
     for t in result.targets:
         table.add_row(escape(t.persona.name), *(cell(look.value(s, m, t.key)) if t.key in result.suites.get(s, [])
                                                  else "" for _, (s, m) in cols[1:]))
-    table.add_row("[bold]all agents[/]", *(_ci_text(look.get(s, m)) for _, (s, m) in cols[1:]))
+    table.add_row("[bold]all agents[/]", *(cell(look.value(s, m)) if m == "agreement_baseline"
+                                           else _ci_text(look.get(s, m)) for _, (s, m) in cols[1:]))
     console.print(table)
+    for suite, label in (("bigfive", "IPIP"), ("interview", "Interview")):
+        if suite not in result.suites:
+            continue
+        factors = Table(title=f"{label} high/low agreement per factor, beside the constant guess (always the side "
+                              "most targets are on) and Cohen's kappa; agreement not above its constant guess shows "
+                              "nothing", title_justify="left")
+        for name in ("factor", "agreement", "constant guess", "kappa"):
+            factors.add_column(name, justify="left" if name == "factor" else "right")
+        for f in FACTORS:
+            factors.add_row(f, _ci_text(look.get(suite, f"agreement_{f}")),
+                            cell(look.value(suite, f"agreement_baseline_{f}")),
+                            escape(kappa_cell(look.get(suite, f"kappa_{f}"))))
+        factors.add_row("[bold]all factors[/]", _ci_text(look.get(suite, "agreement")),
+                        cell(look.value(suite, "agreement_baseline")), escape(kappa_cell(look.get(suite, "kappa"))))
+        console.print(factors)
+        console.print(f"{label}: high/low {escape(agreement_text(look, suite))}", highlight=False)
     for suite, why in result.skipped.items():
         console.print(f"[yellow]{suite} skipped:[/] {escape(why)}")
     dropped = [(s, look.value(s, "dropped_judgements")) for s in ("interview", "personagym", "consistency")

@@ -19,6 +19,7 @@ from rich.table import Table
 from simulation.cli import common
 from simulation.cli.common import BackendOpt, BaseUrlOpt, CacheOpt, CachePathOpt, ModelOpt, user_errors
 from simulation.errors import RunError
+from simulation.rundb.behaviour import failing_purposes
 
 if TYPE_CHECKING:
     from simulation import Simulation
@@ -190,7 +191,8 @@ def print_summary(s: Any, wall: float) -> None:
     for fact_id, f in s.facts.items():
         who = ", ".join(f"{name} {when[5:]} {how}" + (f" from {teller}" if teller else "")
                         for name, when, how, teller, _ in f.aware)
-        line = f"Fact [bold]{escape(fact_id)}[/]: {len(f.aware)}/{len(s.agents)} aware, {f.told} told by someone"
+        line = (f"Fact [bold]{escape(fact_id)}[/]: told to {f.told} by someone, "
+                f"{len(f.aware)}/{len(s.agents)} aware (its sources included)")
         if f.told:
             line += f", cascade depth {f.depth}, distorted {_num(f.distortion, '.0%')}, " \
                     f"details kept {_num(f.retention, '.0%')}"
@@ -215,6 +217,9 @@ def print_summary(s: Any, wall: float) -> None:
                 f"{s.tokens_per_agent_hour:.0f}", tps, str(s.parse_failures), str(s.fallbacks),
                 f"{s.llm_seconds:.0f} s", f"{s.outside_llm_share:.2%}")
     console.print(llm)
+    for purpose, share in failing_purposes(b):
+        console.print(f"[bold red]failing: {escape(purpose)} falls back to the safe default {share:.0%} of the "
+                      "time[/]: that part of cognition is not running", highlight=False)
     if s.probes:
         probes = Table(title="Probe answers", title_justify="left")
         probes.add_column("who")

@@ -11,6 +11,7 @@ a feeling from -5 to 5 and the importance)."""
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import zlib
@@ -22,6 +23,7 @@ from simulation.cognition.context import context, situation
 from simulation.cognition.phase import Phase
 from simulation.cognition.schemas import RecapAnswer, UtteranceAnswer, clip
 from simulation.core import Aim, MemoryKind, Move, Provenance, Purpose, Source
+from simulation.llm.seeds import derive_seed
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -86,10 +88,31 @@ def _shuffled(n: int, key: str) -> list[int]:
     return order
 
 
+def draw(probabilities: list[float], temperature: float, seed: int, how: str = "sample") -> int:
+    """The option a scored choice takes: drawn from ``probabilities`` sharpened or flattened by
+    ``temperature`` (p ** (1 / T), renormalised) with a generator seeded from ``seed``, or the most
+    probable one (first on ties) for ``how="argmax"`` or a temperature of 0. The seed is the
+    question's own (run seed, agent, tick, purpose), so a run replays to the same draw and two
+    seeds of one scenario are two replicates, not one trajectory twice."""
+    best = max(range(len(probabilities)), key=lambda i: (probabilities[i], -i))
+    if how == "argmax" or temperature <= 0:
+        return best
+    logs = [math.log(p) / temperature if p > 0 else -math.inf for p in probabilities]
+    top = max(logs)
+    weights = [math.exp(v - top) if v > -math.inf else 0.0 for v in logs]
+    point = random.Random(derive_seed(seed, "draw")).random() * sum(weights)
+    for i, w in enumerate(weights):
+        point -= w
+        if point < 0 and w > 0:
+            return i
+    return best
+
+
 async def choose_move(me: AgentState, mind: Mind, conv: Conversation, menu: list[Move],
                       base: dict[str, Any]) -> Move:
-    """The move ``me`` makes: the most probable of the menu's options (``Mind.ask_rating`` over
-    the options' numbers, argmax), the first when the model cannot be asked."""
+    """The move ``me`` makes: drawn from the model's probabilities over the options' numbers
+    (``Mind.ask_rating``; ``draw``, or the most probable under ``cognition.choices: argmax``), the
+    first when the model cannot be asked."""
     if len(menu) == 1:
         return menu[0]
     other_first = base["other_first"]
@@ -101,7 +124,7 @@ async def choose_move(me: AgentState, mind: Mind, conv: Conversation, menu: list
     rating = await mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, len(shown) + 1)], default=1.0,
                                    purpose=Purpose.AIM)
     if rating.probabilities:
-        pick = max(range(len(shown)), key=lambda i: (rating.probabilities[i], -i))
+        pick = draw(rating.probabilities, mind.settings.temperature, rating.seed, mind.settings.choices)
     else:
         pick = min(len(shown), max(1, round(rating.value))) - 1
     return shown[pick]

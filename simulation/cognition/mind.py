@@ -45,6 +45,11 @@ class CognitionSettings:
     """Goodbye is offered from this line on."""
     reactions_per_hour: int = 3
     """How often a person may stop for someone they see in a game hour."""
+    choices: str = "sample"
+    """How a scored choice is made: drawn from the options' probabilities ("sample"), or the most
+    probable ("argmax")."""
+    temperature: float = 0.7
+    """The temperature a scored choice is drawn at (the scenario's ``llm.temperature``)."""
 
 
 @dataclass
@@ -102,6 +107,10 @@ class Mind(Protocol):
     async def ask_rating(self, me: AgentState, messages: list[dict[str, str]], options: Sequence[str],
                          values: Sequence[float], *, default: float, purpose: str) -> Rating:
         """A rating as the expected value over the options' probabilities (``simulation.llm.scoring``)."""
+        ...
+    def count_tokens(self, messages: list[dict[str, str]]) -> int:
+        """The prompt tokens the LLM backend will see for ``messages`` (``LLMClient.count_tokens``):
+        a question fits when this plus its ``max_tokens`` is at most ``settings.context_tokens``."""
         ...
 
     # memory

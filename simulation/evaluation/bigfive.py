@@ -18,7 +18,7 @@ import numpy as np
 from simulation.evaluation import ipip, prompts
 from simulation.evaluation.ipip import FACTORS
 from simulation.evaluation.session import Metric, Session
-from simulation.evaluation.stats import bootstrap, pearson, split_effect
+from simulation.evaluation.stats import bootstrap, cohens_kappa, kappa_undefined, majority_share, pearson, split_effect
 from simulation.evaluation.targets import Target
 
 SUITE = "bigfive"
@@ -53,7 +53,20 @@ def compare(measured: dict[str, float | None], targets: dict[str, float]) -> dic
     }
 
 
-def target_metrics(suite: str, result: FactorResult, t: Target) -> list[Metric]:
+def constant_guess(results: list[FactorResult]) -> dict[str, str]:
+    """Per factor, the side most of the targets are on (over the agents whose factor was measured;
+    a tie counts as high): the best answer that ignores the persona, the same for everybody.
+    Always guessing it is the baseline an agreement has to beat."""
+    guess = {}
+    for f in FACTORS:
+        highs = [side(r.targets[f]) == "high" for r in results if r.measured[f] is not None]
+        guess[f] = "high" if 2 * sum(highs) >= len(highs) else "low"
+    return guess
+
+
+def target_metrics(suite: str, result: FactorResult, t: Target, guess: dict[str, str] | None = None) -> list[Metric]:
+    """Per agent: each factor, MAE and agreement; with ``guess`` (``constant_guess`` over the
+    evaluated agents) also the agreement that guess gets on this agent's measured factors."""
     out = []
     for f in FACTORS:
         m, goal = result.measured[f], result.targets[f]
@@ -61,17 +74,33 @@ def target_metrics(suite: str, result: FactorResult, t: Target) -> list[Metric]:
             "target": goal, "abs_error": None if m is None else abs(m - goal),
             "agree": None if m is None else side(m) == side(goal), **result.details.get(f, {})}))
     summary = compare(result.measured, result.targets)
-    out.append(Metric(suite, "mae", summary["mae"], t.key, t.run_id, t.agent_id,
-                      {"factors": sum(result.measured[f] is not None for f in FACTORS)}))
+    measured = [f for f in FACTORS if result.measured[f] is not None]
+    out.append(Metric(suite, "mae", summary["mae"], t.key, t.run_id, t.agent_id, {"factors": len(measured)}))
     out.append(Metric(suite, "agreement", summary["agreement"], t.key, t.run_id, t.agent_id, {}))
+    if guess is not None:
+        hits = [side(result.targets[f]) == guess[f] for f in measured]
+        out.append(Metric(suite, "agreement_baseline", float(np.mean(hits)) if hits else None, t.key, t.run_id,
+                          t.agent_id, {"guess": guess, "factors": len(measured),
+                                       "note": "constant guess: on each factor the side most evaluated agents' "
+                                               "targets are on, the same for every agent"}))
     return out
+
+
+def _sides(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(target is high, measured is high) of rows (target, measured)."""
+    return pairs[:, 0] >= 0.5, pairs[:, 1] >= 0.5
+
+
+def _kappa(pairs: np.ndarray) -> float | None:
+    return cohens_kappa(*_sides(pairs))
 
 
 def aggregate_factors(suite: str, results: list[FactorResult], session: Session, scope: str,
                       run_id: str | None) -> list[Metric]:
-    """Across agents: MAE, per-factor agreement, correlation and effect size (Cohen's d of the
-    scores of people written high on the factor against those written low), each with a
-    bootstrap CI."""
+    """Across agents: MAE, per-factor agreement beside its constant-guess baseline and Cohen's
+    kappa, correlation and effect size (Cohen's d of the scores of people written high on the
+    factor against those written low), each with a bootstrap CI (the baseline, a property of
+    the targets, without one)."""
     n_boot = session.options.bootstrap
     out = []
     per_agent = [compare(r.measured, r.targets)["mae"] for r in results]
@@ -79,14 +108,32 @@ def aggregate_factors(suite: str, results: list[FactorResult], session: Session,
     est = bootstrap(maes, np.mean, seed=session.boot_seed(suite, scope, "mae"), n_boot=n_boot)
     out.append(Metric(suite, "mae", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))
     agree_all = []
+    pooled: list[np.ndarray] = []
+    guessed_right = 0
+    guess = constant_guess(results)
     for f in FACTORS:
         pairs = np.array([(r.targets[f], r.measured[f]) for r in results if r.measured[f] is not None], dtype=float)
         if len(pairs) == 0:
             pairs = np.zeros((0, 2))
-        agree = (pairs[:, 0] >= 0.5) == (pairs[:, 1] >= 0.5) if len(pairs) else np.array([])
+        pooled.append(pairs)
+        target_high, measured_high = _sides(pairs)
+        agree = target_high == measured_high
         agree_all.extend(agree.tolist())
         est = bootstrap(agree.astype(float), np.mean, seed=session.boot_seed(suite, scope, "agree", f), n_boot=n_boot)
         out.append(Metric(suite, f"agreement_{f}", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))
+        base = majority_share(target_high)
+        right = int(np.sum(target_high == (guess[f] == "high")))
+        guessed_right += right
+        out.append(Metric(suite, f"agreement_baseline_{f}", base, None, run_id, None, {
+            "scope": scope, "value": base, "n": len(pairs), "guess": guess[f] if len(pairs) else None,
+            "high": int(target_high.sum()), "low": int((~target_high).sum()),
+            **({"note": "constant guess: always the side most targets are on"} if len(pairs)
+               else {"note": "no measured scores"})}))
+        est = bootstrap(pairs, _kappa, seed=session.boot_seed(suite, scope, "kappa", f), n_boot=n_boot)
+        why = kappa_undefined(target_high, measured_high)
+        note = {} if why is None else {"note": f"kappa undefined: {why}"}
+        out.append(Metric(suite, f"kappa_{f}", est.value, None, run_id, None,
+                          {"scope": scope, **est.as_dict(), **note}))
         est = bootstrap(pairs, lambda d: pearson(d[:, 0], d[:, 1]), seed=session.boot_seed(suite, scope, "r", f),
                         n_boot=n_boot)
         note = {} if est.value is not None else {"note": "needs 3 or more agents whose targets and scores vary"}
@@ -101,6 +148,16 @@ def aggregate_factors(suite: str, results: list[FactorResult], session: Session,
     est = bootstrap(np.array(agree_all, dtype=float), np.mean, seed=session.boot_seed(suite, scope, "agree"),
                     n_boot=n_boot)
     out.append(Metric(suite, "agreement", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))
+    base = guessed_right / len(agree_all) if agree_all else None
+    out.append(Metric(suite, "agreement_baseline", base, None, run_id, None, {
+        "scope": scope, "value": base, "n": len(agree_all), "guess": guess,
+        "note": "constant guess: on each factor the side most targets are on, pooled over factors"}))
+    every = np.concatenate(pooled)
+    est = bootstrap(every, _kappa, seed=session.boot_seed(suite, scope, "kappa"), n_boot=n_boot)
+    why = kappa_undefined(*_sides(every))
+    note = {} if why is None else {"note": f"kappa undefined: {why}"}
+    out.append(Metric(suite, "kappa", est.value, None, run_id, None,
+                      {"scope": scope, **est.as_dict(), "pooled": "agent-factor pairs of all factors", **note}))
     return out
 
 
@@ -141,8 +198,9 @@ async def run(session: Session, targets: list[Target]) -> list[FactorResult]:
 
 def metrics(session: Session, targets: list[Target], results: list[FactorResult]) -> list[Metric]:
     out = []
+    guess = constant_guess(results)
     for t, r in zip(targets, results):
-        out.extend(target_metrics(SUITE, r, t))
+        out.extend(target_metrics(SUITE, r, t, guess))
         missing = sum(r.details[f]["missing"] for f in FACTORS)
         out.append(Metric(SUITE, "missing_items", float(missing), t.key, t.run_id, t.agent_id,
                           {"asked": len(ipip.select(session.options.items)), **r.details["_calls"]}))

@@ -60,6 +60,8 @@ class EvalResult:
     skipped: dict[str, str] = field(default_factory=dict)
     suites: dict[str, list[str]] = field(default_factory=dict)
     """suite -> keys of the targets it evaluated."""
+    model_notes: dict[str, str] = field(default_factory=dict)
+    """"agent" / "judge" -> why that model was used (``simulation.evaluation.models``)."""
 
     def cost(self) -> dict[str, dict[str, float]]:
         """LLM calls, tokens and summed latency per suite, and per evaluated agent."""
@@ -102,8 +104,12 @@ def evaluate(
     options: EvalOptions,
     on_progress: Callable[[RawCompletion], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
+    model_notes: dict[str, str] | None = None,
 ) -> EvalResult:
-    """Run ``options.suites`` over ``targets``; raises InputError when no suite applies to any target."""
+    """Run ``options.suites`` over ``targets``; raises InputError when no suite applies to any target.
+
+    ``model_notes``: why the agents' and the judge's models were chosen (``models.ModelChoice.why``),
+    printed beside them in the report; without it the report says the caller gave the backends."""
     session = Session(agent, judge, options, on_progress)
     plan = {s: applicable(s, targets) for s in options.suites}
     skipped = {s: "needs a run directory as target (it judges logged actions and utterances)"
@@ -133,4 +139,7 @@ def evaluate(
         options=options, targets=targets, metrics=metrics, calls=session.calls,
         agent={"backend": agent.name, "model": agent.model_id}, judge={"backend": judge.name, "model": judge.model_id},
         wall_s=wall, skipped=skipped, suites={s: [t.key for t in ts] for s, ts in plan.items()},
+        model_notes=model_notes or {
+            "agent": "backend given by the caller",
+            "judge": "the agents' backend" if judge is agent else "backend given by the caller"},
     )

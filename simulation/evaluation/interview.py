@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulation.evaluation import prompts
-from simulation.evaluation.bigfive import FactorResult, aggregate_factors, target_metrics
+from simulation.evaluation.bigfive import FactorResult, aggregate_factors, constant_guess, target_metrics
 from simulation.evaluation.ipip import FACTORS
 from simulation.evaluation.judging import JUDGE_TOKENS, final_line_check, judge_model, judged_score, no_judgement
 from simulation.evaluation.session import Metric, Session
@@ -74,8 +74,9 @@ async def run(session: Session, targets: list[Target]) -> list[FactorResult]:
 
 def metrics(session: Session, targets: list[Target], results: list[FactorResult]) -> list[Metric]:
     out = []
+    guess = constant_guess(results)
     for t, r in zip(targets, results):
-        out.extend(target_metrics(SUITE, r, t))
+        out.extend(target_metrics(SUITE, r, t, guess))
         dropped = sum(bool(r.details[f]["dropped"]) for f in FACTORS)
         out.append(Metric(SUITE, "dropped_judgements", float(dropped), t.key, t.run_id, t.agent_id,
                           {"judged": len(FACTORS)}))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,7 @@ def _write_eval_db(path: Path, result: EvalResult, out: Path) -> None:
                 "eval_id": result.eval_id, "created_at": result.created_at, "wall_s": result.wall_s,
                 "agent_backend": result.agent["backend"], "agent_model": result.agent["model"],
                 "judge_backend": result.judge["backend"], "judge_model": result.judge["model"],
+                "agent_model_why": result.model_notes.get("agent"), "judge_model_why": result.model_notes.get("judge"),
                 "options": json.dumps(_clean(vars(result.options))),
                 "targets": json.dumps([{"key": t.key, "source": t.source, "run_id": t.run_id} for t in result.targets]),
             }, pk="eval_id")
@@ -94,16 +96,18 @@ def write_run_evaluations(result: EvalResult, out: Path) -> dict[str, int]:
     for db_path, rows in by_db.items():
         run_ids = {t.run_id for t in result.targets if t.run_db == db_path}
         rows.extend(m for m in result.metrics if m.run_id in run_ids)
-        db = sqlite_utils.Database(db_path)
+        db = None
         try:
+            db = sqlite_utils.Database(db_path)
             with db.conn:
                 ensure_evaluations_table(db)
                 db["evaluations"].insert_all(evaluation_rows(result, rows, out))
-        except Exception as exc:  # sqlite3.OperationalError: read-only file, locked, disk full
+        except (sqlite3.Error, OSError) as exc:  # cannot open, read-only file, locked, disk full
             raise RunError(f"cannot write evaluations into {db_path}: {exc} "
                            f"(the report in {out} is complete)") from None
         finally:
-            db.close()
+            if db is not None:
+                db.close()
         written[str(db_path)] = len(rows)
     return written
 
@@ -137,14 +141,34 @@ class Lookup:
         return None if m is None else m.value
 
 
+def kappa_cell(m: Metric | None) -> str:
+    """Kappa with its interval, or "–" and why it was left out."""
+    if m is not None and m.value is None and m.details.get("note"):
+        return f"– ({m.details['note'].removeprefix('kappa undefined: ')})"
+    return _ci(m)
+
+
+def agreement_text(look: Lookup, suite: str) -> str:
+    """"agreement X [CI] (constant guess Y; kappa Z [CI])", and what it shows when it is not above its baseline."""
+    agree, base = look.get(suite, "agreement"), look.get(suite, "agreement_baseline")
+    text = (f"agreement {_ci(agree)} (constant guess {_fmt(base.value if base else None)}; "
+            f"kappa {kappa_cell(look.get(suite, 'kappa'))})")
+    if agree is not None and agree.value is not None and base is not None and base.value is not None \
+            and agree.value <= base.value:
+        text += ": not above the constant guess, so it shows nothing"
+    return text
+
+
 def markdown(result: EvalResult, images: dict[str, str]) -> str:
     look = Lookup(result.metrics)
     names = {t.key: t.persona.name for t in result.targets}
     o = result.options
     lines = [f"# Evaluation {result.eval_id}", "",
              f"- agents: {len(result.targets)} ({', '.join(names[t.key] for t in result.targets)})",
-             f"- agent model: {result.agent['backend']} / {result.agent['model']} (temperature {o.temperature})",
-             f"- judge model: {result.judge['backend']} / {result.judge['model']} (temperature {o.judge_temperature})",
+             f"- agent model: {result.agent['backend']} / {result.agent['model']} (temperature {o.temperature}): "
+             f"{result.model_notes.get('agent', 'not recorded')}",
+             f"- judge model: {result.judge['backend']} / {result.judge['model']} (temperature {o.judge_temperature}): "
+             f"{result.model_notes.get('judge', 'not recorded')}",
              f"- suites: {', '.join(result.suites)}; seed {o.seed}; bootstrap {o.bootstrap} resamples, 95% intervals",
              f"- wall time {result.wall_s:.0f} s, {len(result.calls)} LLM calls", ""]
     for suite, why in result.skipped.items():
@@ -160,22 +184,29 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
         if suite not in result.suites:
             continue
         title = "Big Five (IPIP-50 self-report)" if suite == "bigfive" else "Big Five (InCharacter-style interview)"
-        lines += [f"## {title}", "", "Measured / target, 0-1.", "",
-                  "| agent | " + " | ".join(f[:1].upper() for f in FACTORS) + " | MAE | agreement |",
-                  "|---" * (len(FACTORS) + 3) + "|"]
+        lines += [f"## {title}", "", "Measured / target, 0-1. Agreement: the share of factors on the same side "
+                  "of 0.5 as the target; constant guess: the agreement of guessing, on each factor, the side most "
+                  "of these agents' targets are on, for everybody alike; kappa: Cohen's kappa of target side and "
+                  "measured side (left out, –, where either is all on one side). An agreement not above its "
+                  "constant guess shows nothing.", "",
+                  "| agent | " + " | ".join(f[:1].upper() for f in FACTORS) + " | MAE | agreement | constant guess |",
+                  "|---" * (len(FACTORS) + 4) + "|"]
         for key in result.suites[suite]:
             cells = []
             for f in FACTORS:
                 m = look.get(suite, f, key)
                 cells.append(f"{_fmt(m.value if m else None)} / {_fmt(m.details.get('target') if m else None)}")
             lines.append(f"| {names[key]} | " + " | ".join(cells) + f" | {_fmt(look.value(suite, 'mae', key))} | "
-                         f"{_fmt(look.value(suite, 'agreement', key))} |")
-        lines += ["", f"Across agents: MAE {_ci(look.get(suite, 'mae'))}; high/low agreement "
-                  f"{_ci(look.get(suite, 'agreement'))}.", "",
-                  "| factor | agreement | correlation (target, measured) | effect size (d, high vs low) | MAE |",
-                  "|---|---|---|---|---|"]
+                         f"{_fmt(look.value(suite, 'agreement', key))} | "
+                         f"{_fmt(look.value(suite, 'agreement_baseline', key))} |")
+        lines += ["", f"Across agents: MAE {_ci(look.get(suite, 'mae'))}; high/low {agreement_text(look, suite)}.", "",
+                  "| factor | agreement | constant guess | kappa | correlation (target, measured) "
+                  "| effect size (d, high vs low) | MAE |",
+                  "|---|---|---|---|---|---|---|"]
         for f in FACTORS:
             lines.append(f"| {f} | {_ci(look.get(suite, f'agreement_{f}'))} | "
+                         f"{_fmt(look.value(suite, f'agreement_baseline_{f}'))} | "
+                         f"{kappa_cell(look.get(suite, f'kappa_{f}'))} | "
                          f"{_ci(look.get(suite, f'correlation_{f}'))} | {_ci(look.get(suite, f'effect_{f}'))} | "
                          f"{_ci(look.get(suite, f'mae_{f}'))} |")
         lines += ["", images.get(suite, ""), ""]
@@ -220,7 +251,8 @@ def write(result: EvalResult, out: Path) -> dict[str, Any]:
     images = plots.write_all(result, out)
     summary = {
         "eval_id": result.eval_id, "created_at": result.created_at, "wall_s": result.wall_s,
-        "agent": result.agent, "judge": result.judge, "options": vars(result.options),
+        "agent": result.agent, "judge": result.judge, "model_notes": result.model_notes,
+        "options": vars(result.options),
         "targets": [{"key": t.key, "name": t.persona.name, "source": t.source, "run_id": t.run_id}
                     for t in result.targets],
         "suites": result.suites, "skipped": result.skipped, "cost": result.cost(), "llm_calls": len(result.calls),

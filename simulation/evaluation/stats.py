@@ -1,4 +1,5 @@
-"""Small statistics with numpy only: Pearson correlation, Cohen's d and seeded percentile bootstrap CIs.
+"""Small statistics with numpy only: Pearson correlation, Cohen's d, Cohen's kappa, the
+constant-guess baseline of an agreement, and seeded percentile bootstrap CIs.
 
 Why our own: the eval must be deterministic given its seed and must not pull scipy into the
 product; a percentile bootstrap over personas is a few lines of numpy.
@@ -54,6 +55,45 @@ def split_effect(pairs: np.ndarray, cut: float = 0.5) -> float | None:
     if len(pairs) == 0:
         return None
     return cohens_d(pairs[pairs[:, 0] >= cut, 1], pairs[pairs[:, 0] < cut, 1])
+
+
+def majority_share(sides: np.ndarray) -> float | None:
+    """The agreement of a constant guess: the share of the most common value of ``sides`` (booleans,
+    e.g. "target is high"), i.e. what always guessing that value gets right. None when empty."""
+    sides = np.asarray(sides, dtype=bool)
+    if len(sides) == 0:
+        return None
+    high = int(sides.sum())
+    return max(high, len(sides) - high) / len(sides)
+
+
+def kappa_undefined(a: np.ndarray, b: np.ndarray) -> str | None:
+    """Why Cohen's kappa of two yes/no ratings says nothing here, or None when it does.
+
+    With fewer than 2 pairs, or with either rating constant, kappa is undefined (both constant)
+    or 0 by construction (one constant: the expected agreement equals the observed one), so it
+    is left out rather than reported as a finding."""
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if len(a) < 2:
+        return "needs 2 or more pairs"
+    if a.all() or not a.any():
+        return "targets all on one side"
+    if b.all() or not b.any():
+        return "measured scores all on one side"
+    return None
+
+
+def cohens_kappa(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Cohen's kappa of two yes/no ratings of the same units: (p_o - p_e) / (1 - p_e), where p_o
+    is the share of units rated alike and p_e the share expected by chance from each rating's own
+    rate of "yes" (p_e = p_a p_b + (1 - p_a)(1 - p_b)). None where ``kappa_undefined`` says why."""
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if kappa_undefined(a, b) is not None:
+        return None
+    observed = float(np.mean(a == b))
+    pa, pb = float(a.mean()), float(b.mean())
+    expected = pa * pb + (1 - pa) * (1 - pb)  # < 1 since neither rating is constant
+    return (observed - expected) / (1 - expected)
 
 
 def bootstrap(

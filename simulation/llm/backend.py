@@ -3,10 +3,18 @@
 A backend whose requests are network calls may also have ``async agenerate(requests, on_done)``
 with the same meaning: the client awaits it inside the model's event loop, so a batch's requests
 are in flight together (``LLMClient`` looks for it; the replay cache passes it through).
+
+A backend may also have ``count_tokens(messages) -> int``: how many prompt tokens it will see
+for a chat, its chat template applied (what ``max_tokens`` is added to when it checks the
+context window). Cognition budgets its prompts with it (``LLMClient.count_tokens``); a backend
+without one is counted by ``estimate_tokens``. Wrappers (the replay cache, the lazy backend) pass
+it through. The count must not depend on whether the backend has started: a replay that counted
+differently would build different prompts and miss the cache (``simulation.llm.lazy``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -14,6 +22,15 @@ from simulation.llm.types import LLMRequest, RawCompletion
 
 OnDone = Callable[[int, RawCompletion], None]
 """Called as each request of a batch finishes (index in batch, answer): drives live progress."""
+
+Messages = list[dict[str, str]]
+TokenCounter = Callable[[Messages], int]
+"""Prompt tokens of a chat, as a backend will see them."""
+
+CHARS_PER_TOKEN = 3
+MESSAGE_CHARS = 16
+"""Characters counted for each message's role markers in the estimate (a template's
+``<|im_start|>user\\n ... <|im_end|>\\n`` is 4-6 tokens), and once more for the generation prompt."""
 
 
 @runtime_checkable
@@ -28,3 +45,19 @@ class Backend(Protocol):
 
     def close(self) -> None: ...
 
+
+def estimate_tokens(messages: Messages) -> int:
+    """A conservative guess of a chat's prompt tokens where no tokenizer is at hand: its
+    characters (contents, plus ``MESSAGE_CHARS`` for each message's role markers and for the
+    generation prompt) / 3, rounded up. English prose runs about 4 characters a token in the
+    tokenizers of common chat models and 3.4 in SmolLM2's on a town's memories, so this over-counts
+    (a prompt budgeted with it fits); text in scripts a tokenizer splits finer (CJK, emoji) can
+    need more tokens than this says."""
+    chars = sum(len(m.get("content") or "") + MESSAGE_CHARS for m in messages) + MESSAGE_CHARS
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def count_tokens(backend: object, messages: Messages) -> int:
+    """``backend.count_tokens(messages)`` where the backend has it, else ``estimate_tokens``."""
+    count = getattr(backend, "count_tokens", None)
+    return int(count(messages)) if count is not None else estimate_tokens(messages)

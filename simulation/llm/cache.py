@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from simulation.errors import RunError
-from simulation.llm.backend import Backend, OnDone
+from simulation.llm.backend import Backend, Messages, OnDone, count_tokens
 from simulation.llm.types import LLMRequest, RawCompletion
 
 CacheMode = Literal["use", "refresh", "off"]
@@ -152,6 +152,10 @@ class CachedBackend:
         agen = getattr(self.inner, "agenerate", None)
         fresh = (await agen(batch, inner_done) if agen else self.inner.generate(batch, inner_done)) if batch else []
         return self._finish(requests, *state, fresh)
+
+    def count_tokens(self, messages: Messages) -> int:
+        """The inner backend's count (the cache answers by key, so prompt sizes are the backend's)."""
+        return count_tokens(self.inner, messages)
 
     def close(self) -> None:
         self.inner.close()

@@ -66,6 +66,9 @@ class Rating:
     sampled: bool = False
     """The backend gave no probabilities: one option was sampled (the old, noisy way)."""
     call_id: int | None = None
+    seed: int = 0
+    """The request's seed (from the run seed, agent, tick and purpose): what a choice drawn from
+    ``probabilities`` is drawn with, so the draw is the same whenever the run is replayed."""
 
 
 @lru_cache(maxsize=64)
@@ -188,17 +191,26 @@ class LLMClient:
         call_id = self._record(request, completion, 0, scored is not None, error, fallback=False)
         if scored is not None:
             probabilities = scored.probabilities()
-            return Rating(expected(values, probabilities), probabilities, True, False, call_id)
+            return Rating(expected(values, probabilities), probabilities, True, False, call_id, request.seed)
         self.stats.sampled_ratings += 1
         model = _choice_model(tuple(options))
         nearest = min(range(len(values)), key=lambda i: abs(values[i] - default))
         answer = await self.ask(messages, model, default=model(answer=options[nearest]), purpose=purpose,
                                 agent_id=agent_id, tick=tick, max_tokens=16)
         if not answer.ok:
-            return Rating(default, [], False, True, answer.call_id)
+            return Rating(default, [], False, True, answer.call_id, request.seed)
         picked = list(options).index(answer.value.answer)  # type: ignore[attr-defined]
         return Rating(values[picked], [float(i == picked) for i in range(len(options))], True, True,
-                      answer.call_id)
+                      answer.call_id, request.seed)
+
+    def count_tokens(self, messages: list[dict[str, str]]) -> int:
+        """The prompt tokens the backend will see for ``messages`` (its chat template applied):
+        exact where the backend has a tokenizer (llama.cpp, vLLM), an over-counting estimate
+        otherwise (``simulation.llm.backend.estimate_tokens``). A request fits when this plus its
+        ``max_tokens`` is at most the context window."""
+        from simulation.llm.backend import count_tokens
+
+        return count_tokens(self.backend, messages)
 
     def _record(self, request: LLMRequest, completion: RawCompletion, attempt: int, ok: bool,
                 error: str | None, fallback: bool) -> int | None:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from simulation.errors import InputError, Problem
 from simulation.llm import registry
 from simulation.llm.backend import Backend
-from simulation.llm.lazy import LazyBackend
+from simulation.llm.lazy import LazyBackend, counter_for
 from simulation.llm.settings import LLMSettings
 from simulation.paths import resolve_path
 
@@ -86,7 +86,8 @@ def build_backend(settings: LLMSettings, base_dir: Path, recorded_model: str | N
     entry = registry.lookup(settings.backend, "llm.backend")
     if settings.cache == "use":
         model_id = entry.replay_id(settings, base_dir) or recorded_model
-        backend: Backend = (LazyBackend(entry.name, model_id, lambda: entry.build(settings, base_dir))
+        backend: Backend = (LazyBackend(entry.name, model_id, lambda: entry.build(settings, base_dir),
+                                        counter=lambda: counter_for(entry.name, model_id, settings, base_dir))
                             if model_id is not None else entry.build(settings, base_dir))
     else:
         backend = entry.build(settings, base_dir)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulation.errors import InputError, Problem, RunError
-from simulation.llm.backend import OnDone
+from simulation.llm.backend import Messages, OnDone, TokenCounter
 from simulation.llm.chat_format import ChatFormat
 from simulation.llm.prefix_cache import PrefixCache, TokenCounts
 from simulation.llm.sampling import Sampler
@@ -140,6 +140,24 @@ class _Answer:
     next_token: int = -1
     tokens: list[int] = field(default_factory=list)
 
+_VOCABS: dict[str, ChatFormat] = {}
+"""The chat format of a GGUF loaded vocabulary-only (no weights, no context), by path: what counts
+a prompt's tokens for a backend that has not started (``LlamaCppBackend.token_counter``)."""
+
+
+def _vocab_chat(path: Path) -> ChatFormat:
+    key = str(path.resolve())
+    if key not in _VOCABS:
+        try:
+            from llama_cpp import Llama
+
+            with _quiet_stderr():
+                _VOCABS[key] = ChatFormat(Llama(model_path=key, vocab_only=True, verbose=False))
+        except (ImportError, ValueError, RuntimeError, OSError) as exc:
+            raise RunError(f"cannot read the tokenizer of {path}: {exc}") from None
+    return _VOCABS[key]
+
+
 PREFIX_CACHE_MB = 3072
 """Saved prefix states kept per loaded model, two thirds for personas and a third for longer
 preambles: on the bundled model about 23 KB a token, so the personas of 25 people (about 1,000
@@ -166,6 +184,26 @@ class LlamaCppBackend:
             return model_fingerprint(path) if path.is_file() else None
         except (RunError, OSError):
             return None
+
+    @classmethod
+    def token_counter(cls, model_id: str, settings: LlamaCppSettings | None = None,
+                      base_dir: Path | None = None) -> TokenCounter | None:
+        """What counts a prompt's tokens exactly as a backend serving ``model_id`` would, without
+        starting one: the GGUF's tokenizer and chat format, loaded vocabulary-only (milliseconds).
+        The file is the one ``settings`` name (relative to ``base_dir``), else the bundled model;
+        None when that file is not here or is not ``model_id`` (then only starting can count:
+        cheap for this backend)."""
+        try:
+            if settings is not None and settings.model:
+                path = resolve_path(settings.model, base_dir or Path.cwd())
+            else:
+                path = bundled_model_path()
+            if not path.is_file() or model_fingerprint(path) != model_id:
+                return None
+            chat = _vocab_chat(path)
+        except (RunError, OSError):
+            return None
+        return lambda messages: len(chat.pieces(messages)[0])
 
     def __init__(
         self,
@@ -236,6 +274,11 @@ class LlamaCppBackend:
     def _prompt(self, req: LLMRequest) -> tuple[list[int], tuple[int, ...]]:
         """Prompt tokens, and where its canonical pieces end (``ChatFormat.pieces``)."""
         return self.chat.pieces(req.messages)
+
+    def count_tokens(self, messages: Messages) -> int:
+        """The prompt tokens a request of these messages is evaluated as (exactly: the same
+        rendering and tokenization as ``generate``); ``max_tokens`` more must fit ``seqs.n_ctx``."""
+        return len(self.chat.pieces(messages)[0])
 
     def _sampler(self, req: LLMRequest) -> Sampler:
         """create_completion's sampler chain for this request (``simulation.llm.sampling``)."""

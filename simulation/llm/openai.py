@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from simulation.errors import InputError, Problem, RunError
-from simulation.llm.backend import OnDone
+from simulation.llm.backend import Messages, OnDone, TokenCounter, estimate_tokens
 from simulation.llm.scoring import TOP_LOGPROBS, from_top_logprobs
 from simulation.llm.types import LLMRequest, RawCompletion
 
@@ -159,6 +159,22 @@ class OpenAIBackend:
             detail = "; ".join(problems) or "no server lists a model (give one with --model)"
             raise RunError(f"cannot reach the LLM server{'s' if len(self.servers) > 1 else ''}: {detail}")
         return model or served[0]
+
+    # ------------------------------------------------------------------ prompt size
+
+    @classmethod
+    def token_counter(cls, model_id: str | None, settings: OpenAISettings | None = None,
+                      base_dir: Path | None = None) -> TokenCounter:
+        """``estimate_tokens``, known without a server (see ``count_tokens``)."""
+        return estimate_tokens
+
+    def count_tokens(self, messages: Messages) -> int:
+        """An estimate, not a count: a server's tokenizer is not here (and OpenAI's API has no way
+        to ask it), so this is ``estimate_tokens``: characters / 3, rounded up, plus each message's
+        role markers. It over-counts English for common tokenizers, so a prompt budgeted with it
+        fits the server's window; a server whose window is smaller than ``llm.context_tokens``
+        still refuses (that setting is what cognition budgets for)."""
+        return estimate_tokens(messages)
 
     # ------------------------------------------------------------------ batch
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol, Union
 from pydantic import BeforeValidator, Field, TypeAdapter
 
 from simulation.errors import InputError, Problem
-from simulation.llm.settings import LlamaCppSettings, LLMSettings, OpenAISettings, VLLMSettings
+from simulation.llm.settings import ControlSettings, LlamaCppSettings, LLMSettings, OpenAISettings, VLLMSettings
 from simulation.yamlfile import shown
 
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ BACKENDS: dict[str, BackendEntry] = {entry.name: entry for entry in (
     BackendEntry("llamacpp", LlamaCppSettings, "simulation.llm.llamacpp:LlamaCppBackend", "GGUF on the CPU"),
     BackendEntry("vllm", VLLMSettings, "simulation.llm.vllm:VLLMBackend", "in-process engine"),
     BackendEntry("openai", OpenAISettings, "simulation.llm.openai:OpenAIBackend", "servers"),
+    BackendEntry("control", ControlSettings, "simulation.llm.control:ControlBackend",
+                 "no LLM: the engine's script, a baseline"),
 )}
 DEFAULT_BACKEND = "llamacpp"
 
@@ -79,7 +81,7 @@ def _or(words: list[str]) -> str:
 
 
 def names_text() -> str:
-    """"'llamacpp', 'vllm' or 'openai'": the known names, as error messages list them."""
+    """"'llamacpp', 'vllm', 'openai' or 'control'": the known names, as error messages list them."""
     return _or([repr(name) for name in BACKENDS])
 
 

@@ -17,7 +17,7 @@ from simulation.paths import resolve_path
 from simulation.strict import StrictModel
 from simulation.yamlfile import missing_file
 
-__all__ = ["LLMSettings", "LlamaCppSettings", "OpenAISettings", "VLLMSettings"]
+__all__ = ["ControlSettings", "LLMSettings", "LlamaCppSettings", "OpenAISettings", "VLLMSettings"]
 
 
 def _backend_required(schema: dict[str, Any]) -> None:
@@ -102,3 +102,13 @@ class OpenAISettings(LLMSettings):
     patience_s: float = Field(
         300, gt=0, le=86400, description="how long a server may stay unreachable before the run stops"
     )
+
+
+class ControlSettings(LLMSettings):
+    """The no-LLM control (``simulation.llm.control``): the engine's script with no model, for
+    measuring what a model adds (``agora bench behaviour --control``)."""
+
+    model_config = ConfigDict(json_schema_extra=_backend_required)
+
+    backend: Literal["control"] = Field("control", description="control: no LLM; every answer is the prompt's "
+                                        "example or the first option (a baseline for the behaviour benchmark)")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulation.errors import InputError, Problem, RunError
-from simulation.llm.backend import OnDone
+from simulation.llm.backend import Messages, OnDone, TokenCounter, estimate_tokens
 from simulation.llm.scoring import TOP_LOGPROBS, from_top_logprobs
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.paths import resolve_path
@@ -50,8 +50,42 @@ def _structured(schema: dict[str, Any]) -> dict[str, Any]:
         return {"guided_decoding": GuidedDecodingParams(json=schema)}
 
 
+def _chat_tokens(tokenizer: Any, messages: Messages) -> int:
+    """Prompt tokens of a chat as ``LLM.chat`` makes them: the tokenizer's chat template rendered
+    with the generation prompt, then encoded without adding special tokens (the template writes
+    them)."""
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return len(tokenizer.encode(text, add_special_tokens=False))
+
+
+def _counter(tokenizer: Any) -> TokenCounter:
+    def count(messages: Messages) -> int:
+        try:
+            return _chat_tokens(tokenizer, messages)
+        except Exception:  # a tokenizer without a usable chat template (vLLM's Mistral tokenizer...)
+            return estimate_tokens(messages)
+    return count
+
+
 class VLLMBackend:
     name = "vllm"
+
+    @classmethod
+    def token_counter(cls, model_id: str, settings: VLLMSettings | None = None,
+                      base_dir: Path | None = None) -> TokenCounter:
+        """What counts a prompt's tokens as a backend serving ``model_id`` would, without starting
+        vLLM (minutes, and a GPU): the model's own tokenizer, loaded by ``transformers`` from the
+        model folder or the local Hugging Face cache (never downloaded); ``estimate_tokens`` when
+        it cannot be had here (then the started backend counts with the estimate too, so a run
+        and its replay agree). ``model_id`` (``replay_id``) names the model; the settings add
+        nothing."""
+        try:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(model_id, local_files_only=True)
+        except Exception:  # no transformers, no such folder, not in the cache, a broken tokenizer
+            return estimate_tokens
+        return _counter(tokenizer)
 
     @classmethod
     def from_settings(cls, settings: VLLMSettings, base_dir: Path) -> VLLMBackend:
@@ -90,6 +124,14 @@ class VLLMBackend:
         except Exception as exc:  # vLLM raises many types (ValueError, RuntimeError, OSError, HF errors)
             raise RunError(f"vLLM cannot load model {model!r}: {type(exc).__name__}: {exc}") from None
         self._sampling = vllm.SamplingParams
+        self._count: TokenCounter | None = None
+
+    def count_tokens(self, messages: Messages) -> int:
+        """The prompt tokens vLLM will see for these messages: its tokenizer's chat template (as
+        ``token_counter`` counts without vLLM, so a replay that never starts vLLM counts alike)."""
+        if self._count is None:
+            self._count = type(self).token_counter(self.model_id)
+        return self._count(messages)
 
     def _params(self, req: LLMRequest) -> Any:
         if req.options is not None:  # scored, not written: the first answer token's top log-probabilities

@@ -4,7 +4,9 @@ A probe's verdict is computed when the answer is given, from the answer, the que
 details and whether the person was aware (all stored in run.db). When the scoring rules improve,
 old runs should be judged by the same rules as new ones, without asking the model again: this
 reads the stored answers back and writes fresh verdicts. Awareness is not recomputed; it comes
-from the tracker at the time and is kept as stored.
+from the tracker at the time and is kept as stored. Whether the model gave a usable answer is
+read from ``probes.ok`` (a failed answer is scored ``failed``); a run that stored no ``ok``
+(NULL, or an older run.db without the column) counts its answers as usable.
 """
 
 from __future__ import annotations
@@ -32,15 +34,17 @@ def rescore_probes(con: sqlite3.Connection, run_id: str) -> int:
     places = {pid: (name, kind or "") for pid, name, kind in
               con.execute("select place_id, name, kind from places where run_id = ?", (run_id,))}
     reader = DetailReader(place_aliases(places))
-    rows = con.execute("select id, sim_time, question, answer, fact_id, aware from probes "
-                       "where run_id = ? and fact_id is not null", (run_id,)).fetchall()
+    has_ok = any(c[1] == "ok" for c in con.execute("pragma table_info(probes)"))
+    rows = con.execute(f"select id, sim_time, question, answer, fact_id, aware, {'ok' if has_ok else 'null'} "
+                       "from probes where run_id = ? and fact_id is not null", (run_id,)).fetchall()
     done = 0
-    for pid, sim_time, question, answer, fact_id, aware in rows:
+    for pid, sim_time, question, answer, fact_id, aware, ok in rows:
         fact = facts.get(fact_id)
         if fact is None or aware is None:
             continue
         when = date.fromisoformat(sim_time[:10])
-        result = score_answer(reader, answer or "", question or "", fact_text(fact).details, when, bool(aware))
+        result = score_answer(reader, answer or "", question or "", fact_text(fact).details, when, bool(aware),
+                              ok=ok is None or bool(ok))
         con.execute("update probes set verdict = ?, details = ? where id = ?",
                     (result.verdict, json.dumps(result.details, ensure_ascii=False), pid))
         done += 1

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from simulation.provenance.conveys import ConveysDetector, FactText
-from simulation.provenance.details import CHANGED, KEPT, LOST, DetailReader
+from simulation.provenance.details import CHANGED, KEPT, LOST, MIXED, DetailReader
 from simulation.provenance.rules import AWARE_SOURCES
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ class FactTracker:
             "agent_id": node.agent_id, "fact_id": fact_id, "source": str(prov.source), "from_agent": prov.from_agent,
             "utterance_id": prov.utterance_id, "conversation_id": prov.conversation_id, "declared": int(declared),
             "similarity": similarity, "details": json.dumps(details) if details else None,
-            "kept": values.count(KEPT), "lost": values.count(LOST), "changed": values.count(CHANGED),
+            "kept": values.count(KEPT), "lost": values.count(LOST),
+            "changed": values.count(CHANGED) + values.count(MIXED),  # a version adding a wrong value is distorted
         })
         if str(prov.source) in AWARE_SOURCES:
             self.aware.setdefault(fact_id, set()).add(node.agent_id)

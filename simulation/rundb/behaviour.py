@@ -14,61 +14,67 @@ talk
   an echoed opening, / utterance answers
   ``talk.off_aim_share``  utterance answers rejected for not doing their move (news that tells
   nothing of it, a question without a question mark) / utterance answers
-  ``talk.example_share``  lines that are, word for word, the example line their prompt showed
-  ``talk.aim.A``  the share of lines made with move A (greet, share, invite, ask, answer, ...)
+  ``talk.example_share``  lines the model wrote (a conversation line, or the opening line of a
+  reaction) that are, word for word, the example line their prompt showed (``rundb.examples``)
+  ``talk.aim.A``  the share of lines made with move A (greet, share, invite, ask, answer, ...);
+  0 for a move never made in a run that has lines
   ``talk.invitations``  invitations made; ``talk.invitations_accepted_share`` of them accepted;
   ``talk.invitation_turnout``  of accepted invitations whose happening ended within the run, the
   share whose guest was at its place while it went on
 plans
-  ``plans.valid_place_share``  plan items at a place of the town
-  ``plans.fitting_share``  items whose activity fits the place: sleeping at home, working at the
-  workplace (items that are neither count as fitting)
   ``plans.in_order_share``  plans whose hours the model wrote in increasing order
   ``plans.activities_per_agent_day``  distinct actions started, per person per game day
 llm
   ``llm.calls_per_agent_hour`` (and ``.crowd`` / ``.named`` in a town with a background crowd),
   ``llm.tokens_per_agent_hour``, ``llm.parse_failure_share`` (of calls),
-  ``llm.fallback_share`` (of questions: answers replaced by the safe default) and
-  ``llm.fallback_share.<purpose>``, ``llm.sampled_rating_share`` (ratings the backend could not
+  ``llm.fallback_share`` (of questions, probes included: answers replaced by the safe default) and
+  ``llm.fallback_share.<purpose>`` (every probe question under ``probe``), ``llm.sampled_rating_share`` (ratings the backend could not
   score from its probabilities, so one option was sampled)
-facts (per fact id F)
-  ``facts.F.aware_share``, ``facts.F.told``, ``facts.F.cascade_depth``, ``facts.F.distortion``,
-  ``facts.F.retention``, ``facts.F.invented``, ``facts.F.first_told_hour`` (game hours from the start
-  to the first telling)
-probes (per fact id F asked about)
-  ``probes.F.right_share`` (of aware people's answers: every detail asked right),
-  ``probes.F.wrong_share`` (aware: a detail changed), ``probes.F.hallucination`` (of unaware people's
-  answers: claims to know or names a detail), ``probes.F.answers``
+facts (per fact id F; ``rundb.facts`` defines each)
+  ``facts.F.told`` (the headline: people other than its sources who learnt it from someone),
+  ``facts.F.told_own_words`` / ``facts.F.told_example`` (of them, told by a line in the teller's
+  own words / by a line that was its prompt's example), ``facts.F.from_unaware`` (told by someone
+  not aware of it themselves), ``facts.F.aware`` and ``facts.F.aware_share`` (the sources
+  included: the whispered person counts), ``facts.F.cascade_depth``, ``facts.F.distortion``,
+  ``facts.F.retention``, ``facts.F.invented``, ``facts.F.first_told_hour`` (game hours from the
+  start to the first telling)
+probes (per fact id F asked about; verdicts in ``provenance.rules``)
+  ``probes.F.right_share`` (of aware people's usable answers: every detail asked right and nothing
+  else named), ``probes.F.mixed_share`` (a right detail named beside a wrong one),
+  ``probes.F.wrong_share`` (only wrong values named for a detail), ``probes.F.hallucination`` (of
+  unaware people's usable answers: claims to know or names a detail), ``probes.F.answers``
+  (usable answers scored), ``probes.F.failed`` (answers the model failed to give: in no share)
 relationships
   ``relationships.density_start``, ``relationships.density_end`` (``rundb.metrics`` has the formula)
 
-Standard library only (see the package's docstring).
+A metric needs the tables it reads: a run recorded before they existed (an older run.db
+layout) has none of that group's metrics, found by looking at its layout, never by catching
+errors. Standard library only (see the package's docstring).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import sqlite3
 import statistics
 from collections import Counter, defaultdict
 from datetime import datetime
-from collections.abc import Callable
 from typing import Any
 
-from simulation.provenance.rules import HONEST, INVENTED, MISSED, PARTIAL, RIGHT, WRONG
-from simulation.rundb.connect import table_names
+from simulation.provenance.rules import FAILED, HONEST, INVENTED, MISSED, MIXED, PARTIAL, RIGHT, WRONG
+from simulation.rundb.connect import column_names, table_names
+from simulation.rundb.examples import example_utterances
 from simulation.rundb.facts import first_aware, probe_verdicts, spread
 from simulation.rundb.metrics import density_by_tick, people
 
 Metrics = dict[str, float | None]
 
-SLEEP_WORDS = ("sleep", "bed", "nap", "asleep")
-WORK_WORDS = ("work", "shift", "open", "serve", "serving", "teach", "lecture", "class", "office", "shop", "counter",
-              "customers", "prescription", "bar", "stock")
+AIMS = ("greet", "share", "invite", "ask", "answer", "reply", "accept", "decline", "end")
+"""Every move a line can make (``simulation.core.Aim``'s values; a test keeps the two equal)."""
+FAILING = 0.5
+"""A purpose whose questions fall back to the safe default this often is failing: the CLI summary,
+``agora behaviour`` and every report flag it (``failing_purposes``)."""
 ECHO_ERRORS = ("repeats an earlier line", "says nothing")
 OFF_AIM_ERRORS = ("does not say what it was to tell", "does not say what the invitation is to", "asks nothing")
-_EXAMPLE = re.compile(r"^Example: (\{.*\})\s*$", re.MULTILINE)
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -85,22 +91,30 @@ def behaviour(con: Any, run_id: str) -> Metrics:
     out: Metrics = {}
     n = len(people(con, run_id))
     hours = game_hours(con, run_id)
-    for group in (_talk, _moves, _plans, _llm):
-        out.update(_tolerant(group, con, run_id, n, hours))
-    out.update(_tolerant(lambda c, r, *_: _facts(c, r), con, run_id))
-    out.update(_tolerant(lambda c, r, *_: _probes(c, r), con, run_id))
+    out.update(_talk(con, run_id, n, hours))
+    out.update(_moves(con, run_id))
+    out.update(_plans(con, run_id, n, hours))
+    out.update(_llm(con, run_id, n, hours))
+    out.update(_facts(con, run_id))
+    out.update(_probes(con, run_id))
     density = density_by_tick(con, run_id)
     out["relationships.density_start"] = density[0][2] if density else None
     out["relationships.density_end"] = density[-1][2] if density else None
     return out
 
 
-def _tolerant(group: Callable[..., Metrics], con: Any, run_id: str, *args: Any) -> Metrics:
-    """A group's metrics; none of them for a run recorded before a table or column it reads existed."""
-    try:
-        return group(con, run_id, *args)
-    except sqlite3.OperationalError:
-        return {}
+def _has(con: Any, table: str, *columns: str) -> bool:
+    """Whether the run's layout has ``table`` with ``columns`` (older run.db files lack newer ones)."""
+    return table in table_names(con) and set(columns) <= column_names(con, table)
+
+
+def failing_purposes(metrics: Metrics) -> list[tuple[str, float]]:
+    """(purpose, fallback share) of every purpose whose questions fell back ``FAILING`` of the time
+    or more, worst first: a part of cognition that is not running, whatever the totals say."""
+    prefix = "llm.fallback_share."
+    found = [(k[len(prefix):], v) for k, v in metrics.items() if k.startswith(prefix) and v is not None
+             and v >= FAILING]
+    return sorted(found, key=lambda kv: (-kv[1], kv[0]))
 
 
 # ---------------------------------------------------------------------- talk
@@ -132,17 +146,13 @@ def _talk(con: Any, run_id: str, n: int, hours: float) -> Metrics:
         attempts += 1
         rejected += error in ECHO_ERRORS
         off_aim += error in OFF_AIM_ERRORS
-    repaired = copied = said = 0
-    for text, completion, messages in con.execute(
-            "select u.text, c.completion, c.messages from utterances u join llm_calls c on c.id = u.llm_call_id "
+    repaired = 0
+    for text, completion in con.execute(
+            "select u.text, c.completion from utterances u join llm_calls c on c.id = u.llm_call_id "
             "and c.run_id = u.run_id where u.run_id = ? and c.parse_ok = 1 and c.purpose = 'utterance'", [run_id]):
-        said += 1
-        try:
-            answer = json.loads(completion).get("say")
-        except (TypeError, ValueError, AttributeError):
-            continue
-        repaired += isinstance(answer, str) and answer.strip() != (text or "").strip()
-        copied += _example(messages) == _norm(text or "")
+        answer = json.loads(completion)["say"]
+        repaired += answer.strip() != (text or "").strip()
+    copied, said = example_utterances(con, run_id)
     return {
         "talk.encounters_per_agent_hour": _ratio(2 * met, n * hours),
         "talk.conversations_per_encounter": _ratio(started, met),
@@ -152,30 +162,18 @@ def _talk(con: Any, run_id: str, n: int, hours: float) -> Metrics:
         "talk.two_line_share": _ratio(sum(t <= 2 for t in turns), len(turns)),
         "talk.echo_share": _ratio(rejected + repaired, attempts),
         "talk.off_aim_share": _ratio(off_aim, attempts),
-        "talk.example_share": _ratio(copied, said),
+        "talk.example_share": _ratio(len(copied), said),
     }
 
 
-def _norm(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
-
-
-def _example(messages: str | None) -> str | None:
-    """The example line an utterance prompt showed, normalised (None without one)."""
-    try:
-        prompt = json.loads(messages or "[]")[-1]["content"]
-        found = _EXAMPLE.search(prompt)
-        return _norm(json.loads(found.group(1))["say"]) if found else None
-    except (ValueError, KeyError, IndexError, TypeError):
-        return None
-
-
-def _moves(con: Any, run_id: str, *_: Any) -> Metrics:
+def _moves(con: Any, run_id: str) -> Metrics:
+    if not (_has(con, "utterances", "aim") and _has(con, "invitations")):
+        return {}  # recorded before moves (run.db schema 6)
     out: Metrics = {}
     aims = Counter(a for a, in con.execute("select aim from utterances where run_id = ? and aim is not null", [run_id]))
     total = sum(aims.values())
-    for aim, n in sorted(aims.items()):
-        out[f"talk.aim.{aim}"] = n / total
+    for aim in sorted(set(AIMS) | set(aims)):  # a move never made is 0, not missing
+        out[f"talk.aim.{aim}"] = _ratio(aims[aim], total)
     invitations = con.execute("select guest_id, place, starts_at, ends_at, answer from invitations where run_id = ?",
                               [run_id]).fetchall()
     out["talk.invitations"] = float(len(invitations))
@@ -193,45 +191,14 @@ def _moves(con: Any, run_id: str, *_: Any) -> Metrics:
 
 # ---------------------------------------------------------------------- plans
 
-def _homes_and_workplaces(con: Any, run_id: str) -> tuple[dict[str, str], dict[str, str | None]]:
-    homes = {r[0]: r[1] for r in con.execute("select agent_id, home from agents where run_id = ?", [run_id])}
-    work: dict[str, str | None] = {}
-    try:
-        row = con.execute("select scenario from resume_state where run_id = ?", [run_id]).fetchone()
-        for person in (json.loads(row[0]).get("people") or []) if row else []:
-            work[person["persona"]["id"]] = person.get("workplace")
-    except Exception:  # an older or unreadable resume state: no workplaces known
-        pass
-    return homes, work
-
-
-def _has(words: tuple[str, ...], text: str) -> bool:
-    low = text.lower()
-    return any(w in low for w in words)
-
-
 def _plans(con: Any, run_id: str, n: int, hours: float) -> Metrics:
-    places = {r[0] for r in con.execute("select place_id from places where run_id = ?", [run_id])}
-    homes, work = _homes_and_workplaces(con, run_id)
-    items = valid = fitting = 0
-    for agent_id, text in con.execute("select agent_id, items from plans where run_id = ?", [run_id]):
-        for item in json.loads(text or "[]"):
-            items += 1
-            place, activity = item.get("place"), str(item.get("activity", ""))
-            valid += place in places
-            if _has(SLEEP_WORDS, activity):
-                fitting += place == homes.get(agent_id)
-            elif _has(WORK_WORDS, activity) and work.get(agent_id):
-                fitting += place == work.get(agent_id)
-            else:
-                fitting += place in places
+    """How plans went. Where plan items are and whether they fit their place are not measured: a
+    plan is the usual day with choices from a menu of real places, so both held by construction."""
     ordered = plans = 0
     for completion, in con.execute(
-            "select completion from llm_calls where run_id = ? and purpose = 'plan' and parse_ok = 1", [run_id]):
-        try:
-            hours_written = [int(i["hour"]) for i in json.loads(completion)["plan"]]
-        except (TypeError, ValueError, KeyError):
-            continue
+            "select completion from llm_calls where run_id = ? and purpose = 'plan' and parse_ok = 1 "
+            "and completion is not null", [run_id]):
+        hours_written = [int(i["hour"]) for i in json.loads(completion)["plan"]]
         plans += 1
         ordered += all(a < b for a, b in zip(hours_written, hours_written[1:]))
     days: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -241,8 +208,6 @@ def _plans(con: Any, run_id: str, n: int, hours: float) -> Metrics:
     agent_days = max(1e-9, n * hours / 24.0)
     distinct = sum(len(v) for v in days.values())
     return {
-        "plans.valid_place_share": _ratio(valid, items),
-        "plans.fitting_share": _ratio(fitting, items),
         "plans.in_order_share": _ratio(ordered, plans),
         "plans.activities_per_agent_day": distinct / agent_days if n and hours else None,
     }
@@ -250,19 +215,28 @@ def _plans(con: Any, run_id: str, n: int, hours: float) -> Metrics:
 
 # ---------------------------------------------------------------------- the LLM
 
+def _question(purpose: str) -> str:
+    """The purpose a question's fallback is counted under: every probe question under ``probe``."""
+    return "probe" if purpose.startswith("probe") else purpose
+
+
 def _llm(con: Any, run_id: str, n: int, hours: float) -> Metrics:
+    """Cost per person-hour counts the run's ticks (probes excluded: they come after the run);
+    failures and fallbacks count every question, probes included."""
     calls = tokens = failures = 0
     asked: Counter[str] = Counter()
     fell: Counter[str] = Counter()
     for purpose, attempt, parse_ok, fallback, prompt, completion in con.execute(
             "select purpose, attempt, parse_ok, fallback, prompt_tokens, completion_tokens from llm_calls "
-            "where run_id = ? and purpose not like 'probe%'", [run_id]):
-        calls += 1
-        tokens += (prompt or 0) + (completion or 0)
-        failures += not parse_ok
+            "where run_id = ?", [run_id]):
+        question = _question(purpose)
+        if question != "probe":
+            calls += 1
+            tokens += (prompt or 0) + (completion or 0)
+            failures += not parse_ok
         if not attempt:  # the first attempt at a question (None in runs that did not record it)
-            asked[purpose] += 1
-        fell[purpose] += bool(fallback)
+            asked[question] += 1
+        fell[question] += bool(fallback)
     out: Metrics = {
         "llm.calls_per_agent_hour": _ratio(calls, n * hours),
         "llm.tokens_per_agent_hour": _ratio(tokens, n * hours),
@@ -271,14 +245,12 @@ def _llm(con: Any, run_id: str, n: int, hours: float) -> Metrics:
     }
     for purpose in sorted(asked):
         out[f"llm.fallback_share.{purpose}"] = _ratio(fell[purpose], asked[purpose])
-    try:  # runs before ratings by probability have no options column
+    if _has(con, "llm_calls", "options"):  # ratings by probability (run.db schema 5)
         rated, unscored = con.execute(
             "select count(*), sum(parse_ok = 0) from llm_calls where run_id = ? and options is not null "
             "and purpose not like 'probe%'", [run_id]).fetchone()
-    except Exception:
-        rated = unscored = 0
-    if rated:
-        out["llm.sampled_rating_share"] = _ratio(unscored or 0, rated)
+        if rated:
+            out["llm.sampled_rating_share"] = _ratio(unscored or 0, rated)
     out.update(_calls_by_kind(con, run_id, hours))
     return out
 
@@ -286,10 +258,9 @@ def _llm(con: Any, run_id: str, n: int, hours: float) -> Metrics:
 def _calls_by_kind(con: Any, run_id: str, hours: float) -> Metrics:
     """Calls per person per game hour for the background crowd and the named people apart, in runs
     that have a crowd (``agents.crowd``, run.db schema 7); probes excluded as above."""
-    try:
-        kinds = dict(con.execute("select agent_id, crowd from agents where run_id = ?", [run_id]).fetchall())
-    except Exception:  # before schema 7
+    if not _has(con, "agents", "crowd"):
         return {}
+    kinds = dict(con.execute("select agent_id, crowd from agents where run_id = ?", [run_id]).fetchall())
     crowd = {a for a, c in kinds.items() if c}
     if not crowd or not hours:
         return {}
@@ -308,13 +279,17 @@ def _facts(con: Any, run_id: str) -> Metrics:
     out: Metrics = {}
     start = con.execute("select start_time from runs where run_id = ?", [run_id]).fetchone()
     learned = first_aware(con, run_id)
+    copied = example_utterances(con, run_id)[0]
     for fact_id, s in spread(con, run_id).items():
         told = [i for i in learned.get(fact_id, []) if i.parent is not None]
+        by_example = sum(i.utterance_id in copied for i in told)
         first = None
         if told and start and start[0]:
             first = (_time(told[0].sim_time) - _time(start[0])).total_seconds() / 3600
         out.update({
-            f"facts.{fact_id}.aware_share": s.aware_share, f"facts.{fact_id}.told": float(s.told),
+            f"facts.{fact_id}.told": float(s.told), f"facts.{fact_id}.told_own_words": float(s.told - by_example),
+            f"facts.{fact_id}.told_example": float(by_example), f"facts.{fact_id}.from_unaware": float(s.from_unaware),
+            f"facts.{fact_id}.aware": float(s.aware), f"facts.{fact_id}.aware_share": s.aware_share,
             f"facts.{fact_id}.cascade_depth": float(s.depth), f"facts.{fact_id}.distortion": s.distortion,
             f"facts.{fact_id}.retention": s.retention, f"facts.{fact_id}.invented": float(s.invented),
             f"facts.{fact_id}.first_told_hour": first,
@@ -327,13 +302,17 @@ def _time(text: str) -> datetime:
 
 
 def _probes(con: Any, run_id: str) -> Metrics:
+    """Shares of the usable answers: an answer the model failed to give is counted (``failed``),
+    never scored as honest or missed."""
     out: Metrics = {}
     for fact_id, counts in probe_verdicts(con, run_id).items():
-        aware = counts[RIGHT] + counts[PARTIAL] + counts[WRONG] + counts[MISSED]
+        aware = counts[RIGHT] + counts[PARTIAL] + counts[MIXED] + counts[WRONG] + counts[MISSED]
         unaware = counts[HONEST] + counts[INVENTED]
         out.update({
             f"probes.{fact_id}.answers": float(aware + unaware),
+            f"probes.{fact_id}.failed": float(counts[FAILED]),
             f"probes.{fact_id}.right_share": _ratio(counts[RIGHT], aware),
+            f"probes.{fact_id}.mixed_share": _ratio(counts[MIXED], aware),
             f"probes.{fact_id}.wrong_share": _ratio(counts[WRONG], aware),
             f"probes.{fact_id}.hallucination": _ratio(counts[INVENTED], unaware),
         })

@@ -19,7 +19,7 @@ __all__ = ["SKIPPED_TABLES", "VOLATILE", "Difference", "comparable_columns", "fi
 VOLATILE: dict[str, frozenset[str]] = {
     "*": frozenset({"run_id"}),
     "runs": frozenset({"scenario_path", "ticks_planned", "status", "message", "started_at", "finished_at",
-                       "agora_version"}),
+                       "agora_version", "engine"}),
     "ticks": frozenset({"wall_s", "llm_s", "cache_hits"}),
     "llm_calls": frozenset({"cache_hit", "latency_s"}),
     "inbox": frozenset({"created_at", "delivered_at"}),

@@ -1,8 +1,11 @@
 """How each of a run's facts spread, read from its provenance (``fact_memories``), defined once.
 
 * **aware**: a person knows a fact from their first memory carrying it that reached them from
-  outside (``provenance.rules.AWARE_SOURCES``: seeded, whispered, perceived, heard, recapped);
-* **cascade**: a tree over the aware. A person told it (heard or recapped) hangs under whoever
+  outside (``provenance.rules.AWARE_SOURCES``: seeded, whispered, perceived, heard; a recap, the
+  person's own summary of a conversation, never makes them aware: see ``provenance.rules``);
+* **told** (the headline): the aware who are not a root, i.e. people other than the fact's
+  sources who learnt it from someone's line;
+* **cascade**: a tree over the aware. A person told it (heard) hangs under whoever
   told them first; a person who learned it from the scenario (a whisper, a seed, a place event)
   or by seeing someone is a root. Depth counts tellings from a root (Isabella 0, whoever she
   told 1, whoever they told 2). A teller who was not aware when they told (they made it up) is
@@ -69,7 +72,7 @@ class Learned:
     sim_time: str
     source: str
     from_agent: str | None
-    """Who told them (heard, recapped) or whom they saw (perceived); None otherwise."""
+    """Who told them (heard) or whom they saw (perceived); None otherwise."""
     utterance_id: int | None
     conversation_id: int | None
     memory_id: int
@@ -78,7 +81,7 @@ class Learned:
     changed: int
     details: dict[str, str]
     parent: str | None = None
-    """Their parent in the cascade: the teller (heard or recapped), else None (a root)."""
+    """Their parent in the cascade: the teller (heard), else None (a root)."""
     depth: int = 0
     teller_aware: bool = True
     """False when the teller had not been told it themselves (invented it)."""
@@ -148,7 +151,7 @@ class Spread:
     people: int
     aware: int
     told: int
-    """Aware because someone passed it on (heard or recapped)."""
+    """Aware because someone passed it on (heard): people other than the fact's sources."""
     roots: int
     depth: int
     """The cascade's depth: the most tellings between a root and anyone."""

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["SHARES", "SIGNED", "Estimate", "estimate", "format_value"]
+__all__ = ["SHARES", "SIGNED", "Estimate", "estimate", "format_value", "paired", "verdict_of"]
 
 # two-sided 95 % Student t quantiles by degrees of freedom (1-30); beyond that, the normal's
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -56,6 +56,33 @@ def estimate(values: Sequence[float | None], name: str = "") -> Estimate:
         if any(word in name for word in SHARES):
             high = min(1.0, high)
     return Estimate(mean, low, high, len(xs))
+
+
+def paired(before: Sequence[float | None], after: Sequence[float | None]) -> Estimate:
+    """The mean of the per-seed differences ``after - before`` and its 95 % t-interval (never
+    clipped: a difference has a sign), over the seeds where both have a value. Two engines run on
+    the same seeds share what a seed fixes (who is where when), so the paired difference sees a
+    change that two overlapping intervals of five seeds each would hide."""
+    if len(before) != len(after):
+        raise ValueError(f"paired values need one per seed on both sides ({len(before)} against {len(after)})")
+    diffs = [b - a for a, b in zip(before, after) if a is not None and b is not None
+             and not math.isnan(a) and not math.isnan(b)]
+    return estimate(diffs, SIGNED[0])
+
+
+def verdict_of(difference: Estimate) -> str:
+    """``higher`` / ``lower`` when the paired difference's interval lies wholly above / below 0,
+    ``same`` when every seed gave the same value on both sides, else ``overlap`` (``–``: no basis).
+    With one seed there is no interval, so nothing is called moved."""
+    if difference.mean is None or difference.low is None or difference.high is None:
+        return "–"
+    if difference.low == difference.high == 0.0:
+        return "same"
+    if difference.n > 1 and difference.low > 0:
+        return "higher"
+    if difference.n > 1 and difference.high < 0:
+        return "lower"
+    return "overlap"
 
 
 def format_value(value: float | None) -> str:

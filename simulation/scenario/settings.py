@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -43,6 +43,10 @@ class CognitionSettings(StrictModel):
     reactions_per_hour: int = Field(
         3, ge=0, le=600, description="how often a person may stop for someone they see in a game hour (each stop is "
         "a question to the LLM; in a crowded place there is always someone new)")
+    choices: Literal["sample", "argmax"] = Field(
+        "sample", description="how a scored choice (a conversation move) is made: 'sample' draws it from the "
+        "model's probabilities over the options at llm.temperature with the run's seeded generator (so seeds are "
+        "replicates, still deterministic per seed); 'argmax' always takes the most probable option")
     phases: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$", max_length=200)]] | None = Field(
         None, min_length=1, max_length=50,
         description="the cognition phases each tick runs, in order: built-in names (perceive, importance, decide, "

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from simulation.rundb.behaviour import failing_purposes
 from ui import charts, common
 from ui import queries as q
 from ui.db import RunDB
@@ -54,8 +55,9 @@ def facts_section(db: RunDB) -> None:
         st.info("The scenario declares no facts (`facts:`), so there is no spread to show.")
         return
     st.caption("A person is aware of a fact from their first memory carrying it that came from outside them: "
-               "seeded, whispered, perceived (a place event, or seeing someone), heard or recapped from a "
-               "conversation. Whoever was told it (heard, recapped) hangs under whoever told them; anyone else is "
+               "seeded, whispered, perceived (a place event, or seeing someone) or heard from someone in a "
+               "conversation (a recap, the person's own summary, does not count: one that carries a fact no line "
+               "did is their invention). Whoever was told it (heard) hangs under whoever told them; anyone else is "
                "a root. Depth counts tellings from a root. See docs/provenance.md.")
     who = q.names(db)
     n = len(who)
@@ -71,7 +73,7 @@ def facts_section(db: RunDB) -> None:
         if s is not None:
             cols = st.columns(8)
             cols[0].metric("aware", f"{s.aware}/{s.people}", help="people aware of it by now")
-            cols[1].metric("told", f"{s.told}", help="aware because someone passed it on (heard or recapped)")
+            cols[1].metric("told", f"{s.told}", help="aware because someone passed it on (heard from them)")
             cols[2].metric("roots", f"{s.roots}", help="aware from the scenario (a seed, whisper or place event) "
                                                       "or from seeing someone")
             cols[3].metric("depth", f"{s.depth}", help="the most tellings between a root and anyone")
@@ -131,6 +133,9 @@ def behaviour_section(db: RunDB) -> None:
                 "Computed now from run.db (the run has no stored `behaviour` rows yet).") +
                " Each metric is defined once, in `simulation/rundb/behaviour.py` (docs/behaviour.md); "
                "`-`: the run gives no basis for it.")
+    for purpose, share in failing_purposes(values):
+        st.error(f"Failing: `{purpose}` questions fell back to the safe default {share:.0%} of the time: that part "
+                 "of cognition is not running, whatever the totals say.")
     groups = q.behaviour_groups(values)
     if not groups:
         st.caption("No behaviour metrics for this run.")

@@ -1,0 +1,57 @@
+"""Which lines of a run are the engine's words: the example answer their prompt showed, copied.
+
+Every question the engine parses shows the model an example answer (``Example: {...}`` in the
+prompt). A small model often copies it word for word; such a line is the engine talking, not the
+person. ``talk.example_share`` counts the lines that are their example, and the spread of a fact
+is split by whether the line that told someone was the model's own words or the example
+(``facts.F.told_own_words``). A line's example is found in the prompt of the LLM call that
+wrote it (``utterances.llm_call_id``): a conversation line's ``say``, or the ``detail`` of the
+reaction whose opening line started the conversation.
+
+Standard library only (see the package's docstring).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["example_text", "example_utterances", "norm"]
+
+_EXAMPLE = re.compile(r"^Example: (\{.*\})\s*$", re.MULTILINE)
+_LINE_FIELDS = ("say", "detail")
+"""The answer fields that become a spoken line: an utterance's words, a reaction's opening line."""
+
+
+def norm(text: str) -> str:
+    """Words only, lower case: "Hello, Daniel!" and "hello daniel" are the same line."""
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def example_text(messages: str | None) -> str | None:
+    """The line of the example answer a prompt showed, normalised (None when it showed none). A
+    retried question's messages hold the original prompt first: its example is the one found."""
+    found = None
+    for message in json.loads(messages or "[]"):
+        for match in _EXAMPLE.finditer(message.get("content", "")):
+            found = match.group(1)
+    if found is None:
+        return None
+    example = json.loads(found)
+    line = next((example[f] for f in _LINE_FIELDS if isinstance(example.get(f), str)), None)
+    return None if line is None else norm(line)
+
+
+def example_utterances(con: Any, run_id: str) -> tuple[set[int], int]:
+    """(ids of the utterances that are their prompt's example line, utterances written by the
+    model and checked): lines with no LLM call (a fallback goodbye) are neither."""
+    copied: set[int] = set()
+    checked = 0
+    for utterance_id, text, messages in con.execute(
+            "select u.id, u.text, c.messages from utterances u join llm_calls c on c.id = u.llm_call_id "
+            "and c.run_id = u.run_id where u.run_id = ? and c.parse_ok = 1", [run_id]):
+        checked += 1
+        if example_text(messages) == norm(text or ""):
+            copied.add(int(utterance_id))
+    return copied, checked
