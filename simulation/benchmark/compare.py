@@ -20,11 +20,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulation.benchmark.behaviour import Estimate, estimate, format_value, metric_order
+from simulation.benchmark.behaviour import Estimate, estimate, metric_order
 from simulation.errors import InputError, Problem
-from simulation.rundb.intervals import paired, verdict_of
+from simulation.rundb.intervals import cell, difference_cell, paired, verdict_of
 
-__all__ = ["Comparison", "Report", "cell", "compare", "load_report", "markdown"]
+__all__ = ["Comparison", "Report", "cell", "compare", "difference_cell", "load_report", "markdown"]
 
 
 @dataclass(frozen=True)
@@ -91,28 +91,6 @@ def compare(reports: list[Report]) -> list[Comparison]:
         differences = [paired(columns[0], c) for c in columns[1:]]
         out.append(Comparison(name, estimates, differences, verdict_of(differences[-1])))
     return out
-
-
-def cell(e: Estimate) -> str:
-    """"mean [low–high]" (the mean alone without an interval, – without a value)."""
-    if e.mean is None:
-        return "–"
-    if e.n > 1 and e.low is not None and e.high is not None:
-        return f"{format_value(e.mean)} [{format_value(e.low)}–{format_value(e.high)}]"
-    return format_value(e.mean)
-
-
-def difference_cell(e: Estimate) -> str:
-    """A paired difference, signed: "+0.12 [+0.03–+0.21]"."""
-    if e.mean is None:
-        return "–"
-
-    def signed(v: float | None) -> str:
-        return "–" if v is None else ("+" if v > 0 else "") + format_value(v)
-
-    if e.n > 1 and e.low is not None and e.high is not None:
-        return f"{signed(e.mean)} [{signed(e.low)}–{signed(e.high)}]"
-    return signed(e.mean)
 
 
 def markdown(reports: list[Report], rows: list[Comparison]) -> str:

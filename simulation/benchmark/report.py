@@ -16,7 +16,7 @@ from typing import Any
 from simulation.benchmark.audit import write_audit
 from simulation.benchmark.behaviour import BenchmarkResult
 from simulation.rundb.behaviour import FAILING, failing_purposes
-from simulation.rundb.intervals import Estimate, format_value, paired, verdict_of
+from simulation.rundb.intervals import Estimate, cell, format_value, paired, verdict_of
 
 __all__ = ["HEADLINE", "failing", "write_report"]
 
@@ -68,14 +68,6 @@ def _document(result: BenchmarkResult, control: BenchmarkResult | None) -> dict[
                           "summary": _summary(control), "runs": _runs(control)}
         doc["margin"] = {k: {**vars(e), "moved": verdict_of(e)} for k, e in margins(result, control).items()}
     return doc
-
-
-def _cell(e: Estimate) -> str:
-    if e.mean is None:
-        return "–"
-    if e.n > 1 and e.low is not None and e.high is not None:
-        return f"{format_value(e.mean)} [{format_value(e.low)}–{format_value(e.high)}]"
-    return format_value(e.mean)
 
 
 def write_report(result: BenchmarkResult, out: Path, control: BenchmarkResult | None = None) -> list[Path]:
@@ -130,7 +122,7 @@ def _markdown(result: BenchmarkResult, control: BenchmarkResult | None, audit: l
         interval = f"{format_value(e.low)} – {format_value(e.high)}" if e.n > 1 else "–"
         row = f"| `{name}` | {format_value(e.mean)} | {interval} | {e.n} | {result.distinct(name)} | {per} |"
         if control is not None:
-            row += f" {_cell(ctable.get(name, Estimate(None, None, None, 0)))} | {_cell(margin[name])} |"
+            row += f" {cell(ctable.get(name, Estimate(None, None, None, 0)))} | {cell(margin[name])} |"
         lines.append(row)
     verdicts = sorted({f for r in result.runs for f in r.verdicts})
     if verdicts:
@@ -170,7 +162,7 @@ def _headline(result: BenchmarkResult, control: BenchmarkResult | None) -> list[
         for key, words in rows:
             name = f"facts.{fact}.{key}"
             if name in table:
-                cells = [_cell(table[name])] + ([_cell(ctable[name])] if name in ctable else ["–"]) * bool(control)
+                cells = [cell(table[name])] + ([cell(ctable[name])] if name in ctable else ["–"]) * bool(control)
                 lines.append(f"| {fact} | {words} | " + " | ".join(cells) + " |")
     return lines + [""]
 

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["SHARES", "SIGNED", "Estimate", "estimate", "format_value", "paired", "verdict_of"]
+__all__ = ["SHARES", "SIGNED", "Estimate", "cell", "difference_cell", "estimate", "format_value", "paired", "verdict_of"]
 
 # two-sided 95 % Student t quantiles by degrees of freedom (1-30); beyond that, the normal's
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -89,3 +89,25 @@ def format_value(value: float | None) -> str:
     if value is None:
         return "–"
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def cell(e: Estimate) -> str:
+    """"mean [low–high]" (the mean alone without an interval, – without a value)."""
+    if e.mean is None:
+        return "–"
+    if e.n > 1 and e.low is not None and e.high is not None:
+        return f"{format_value(e.mean)} [{format_value(e.low)}–{format_value(e.high)}]"
+    return format_value(e.mean)
+
+
+def difference_cell(e: Estimate) -> str:
+    """A paired difference, signed: "+0.12 [+0.03–+0.21]"."""
+    if e.mean is None:
+        return "–"
+
+    def signed(v: float | None) -> str:
+        return "–" if v is None else ("+" if v > 0 else "") + format_value(v)
+
+    if e.n > 1 and e.low is not None and e.high is not None:
+        return f"{signed(e.mean)} [{signed(e.low)}–{signed(e.high)}]"
+    return signed(e.mean)
