@@ -40,6 +40,13 @@ class Conversations:
     def of(self, person: AgentState) -> Conversation | None:
         return self.open.get(person.conversation_id) if person.conversation_id is not None else None
 
+    def state(self) -> list[Conversation]:
+        """The open conversations, by id: what the checkpoint stores (ended ones are in run.db)."""
+        return sorted(self.open.values(), key=lambda c: c.id)
+
+    def restore(self, open_conversations: list[Conversation]) -> None:
+        self.open = {c.id: c for c in open_conversations}
+
     def take_ended(self) -> list[Conversation]:
         ended, self.ended = self.ended, []
         return ended

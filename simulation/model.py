@@ -22,7 +22,7 @@ import mesa
 
 from simulation.agents import AgentState, PersonaAgent
 from simulation.batching import BatchLoop
-from simulation.checkpoint import capture, restore
+from simulation.checkpoint import ModelState, capture, restore
 from simulation.cognition import CognitionSettings, Phase, TickNotes, prompts, scenario_phases
 from simulation.cognition.probe import answer_probe
 from simulation.conversations import Conversations
@@ -204,6 +204,41 @@ class TownModel(mesa.Model):
     def _set_tick(self, tick: int) -> None:
         self.moment.tick, self.moment.now = tick, self.clock.time_at(tick)
         self.memory.set_time(tick, self.moment.now)
+
+    # ------------------------------------------------------------------ state between ticks
+
+    def state(self) -> ModelState:
+        """Everything between ticks that run.db's other tables do not hold, each part's as that part
+        gives it (``simulation.checkpoint`` stores it)."""
+        version, internal, gauss = self.random.getstate()
+        return ModelState(
+            tick=self.tick, agents={a.agent_id: a.state.stored() for a in self.order},
+            streams=self.memory.stream_states(), conversations=self.conversations.state(),
+            place_events=list(self.place_events), scheduled=[index for _, index, _ in self.scheduled],
+            edges=self.social.state(), random_state=[version, list(internal), gauss],
+            numpy_state=self.rng.bit_generator.state,
+            phases={p.name: kept for p in self.phases if (kept := p.state()) is not None},
+        )
+
+    def restore(self, state: ModelState) -> None:
+        """Continue after the tick ``state`` was captured at: every part takes its own state back."""
+        self._set_tick(state.tick + 1)
+        self.conversations.restore(state.conversations)
+        self.place_events = list(state.place_events)
+        pending = set(state.scheduled)
+        self.scheduled = [item for item in self.scheduled if item[1] in pending]
+        self.social.restore(state.edges)
+        version, internal, gauss = state.random_state
+        self.random.setstate((version, tuple(internal), gauss))
+        self.rng.bit_generator.state = state.numpy_state
+        for agent_id, stored in state.agents.items():
+            agent = self.people[agent_id]
+            agent.state.restore(stored)
+            agent.move_to(agent.state.place)
+        self.memory.restore_streams(state.streams)
+        for phase in self.phases:
+            if phase.name in state.phases:
+                phase.restore(state.phases[phase.name])
 
     # ------------------------------------------------------------------ recording
 

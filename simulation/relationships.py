@@ -64,6 +64,15 @@ class SocialGraph:
         """Who-knows-whom density now, by the definition run.db's readers use (``rundb.metrics``)."""
         return pair_density(self.graph.number_of_nodes(), len(knows_pairs(self.graph.edges, self.graph.nodes)))
 
+    def state(self) -> list[tuple[str, str, int, float, str]]:
+        """Every edge as (person, other, conversations, sentiment, view): what the checkpoint stores."""
+        return [(a, b, d["conversations"], d["sentiment"], d["view"]) for a, b, d in self.graph.edges(data=True)]
+
+    def restore(self, edges: list[tuple[str, str, int, float, str]]) -> None:
+        """The edges ``state`` gave, put back (a graph rebuilt for the same people)."""
+        for a, b, talks, sentiment, view in edges:
+            self.graph.add_edge(a, b, conversations=talks, sentiment=sentiment, view=view)
+
     def changed_rows(self) -> list[dict[str, object]]:
         """Rows for the edges changed since the last call (then forgotten), in a stable order."""
         rows = []

@@ -116,3 +116,25 @@ def test_a_scenario_marks_people_and_a_population_as_crowd(tmp_path):
         path.unlink()
     crowd = {rp.persona.id for rp in loaded.people if rp.crowd}
     assert crowd == {"walter_hughes"}
+
+
+@pytest.mark.parametrize("fail_at", [6, 14])
+def test_a_crowd_run_interrupted_and_resumed_equals_the_uninterrupted_one(crowd_run, flagship, tmp_path, fail_at):
+    """Who is in the crowd is who they are (built from the scenario, never stored or re-listed): after
+    ``agora resume`` a crowd member is still one, and the run's rows are the uninterrupted run's."""
+    from test_resume import FailingBackend, assert_same_run
+
+    from simulation import Simulation
+    from simulation.errors import RunError
+
+    people = [rp.model_copy(update={"crowd": rp.persona.id in CROWD}) for rp in flagship.people]
+    loaded = flagship.model_copy(update={"people": people})
+    with pytest.raises(RunError):
+        with Simulation.from_scenario(loaded, backend=FailingBackend(fail_at), out=tmp_path, ticks=TICKS,
+                                      seed=4) as sim:
+            sim.run()
+    assert 0 < sim.model.tick < TICKS
+    with Simulation.resume(sim.run_dir, backend=ScriptedBackend()) as resumed:
+        assert {p.id for p in resumed.model.mind.people() if p.crowd} == set(CROWD)
+        resumed.run()
+    assert_same_run(crowd_run, sim.run_dir)

@@ -5,8 +5,9 @@ Mesa agent (``PersonaAgent``) carries it around the town, and the checkpoint sto
 every field that changes during a run is a field here, so a new one is saved and restored
 without touching ``checkpoint.py`` (forgetting a field there used to break exact resume
 silently). Who the person is (persona, home, workplace, the system prompt built from them)
-is fixed for the run and rebuilt from the scenario, so it is excluded from the stored JSON;
-``focus`` and ``perceived`` are recomputed every tick before anything reads them.
+is fixed for the run and rebuilt from the scenario, so it is excluded from the stored JSON and
+``restore`` keeps it as built; ``focus`` and ``perceived`` are recomputed every tick before
+anything reads them.
 """
 
 from __future__ import annotations
@@ -148,9 +149,12 @@ class AgentState(BaseModel):
         """The state as the checkpoint stores it (JSON, identity and per-tick attention left out)."""
         return self.model_dump_json()
 
-    @classmethod
-    def restored(cls, text: str, who: AgentState) -> AgentState:
-        """The stored state ``text`` of the person ``who`` (a freshly built state of the same person)."""
-        identity = {"id": who.id, "persona": who.persona, "home": who.home, "workplace": who.workplace,
-                    "system_prompt": who.system_prompt}
-        return cls.model_validate({**json.loads(text), **identity})
+    def restore(self, text: str) -> None:
+        """Put a stored state (``stored``) back into this person, built afresh from the scenario. Who
+        they are (every field excluded from the stored JSON: persona, home, the crowd flag ...)
+        stays as built; nothing here lists those fields, so a new one can never be forgotten."""
+        kept = {name: getattr(self, name) for name, f in type(self).model_fields.items() if f.exclude}
+        stored = type(self).model_validate({**json.loads(text), **kept})
+        for name, f in type(self).model_fields.items():
+            if not f.exclude:  # into this object: the mind and the conversations hold it
+                setattr(self, name, getattr(stored, name))

@@ -13,7 +13,7 @@ start). A phase reaches the world only through ``Mind``, and keeps whatever it n
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -37,6 +37,15 @@ class Phase(ABC):
 
     def finish(self, mind: Mind) -> None:
         """After everyone's ``run``: act on what they decided together."""
+
+    def state(self) -> Any:
+        """What this phase keeps from one tick to the next, JSON-able (None: nothing). The checkpoint
+        stores it under the phase's name after every tick and hands it to ``restore`` on resume, so
+        a phase that remembers across ticks resumes exactly without the checkpoint knowing how."""
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Take back what ``state`` returned after the last committed tick (a resumed run)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -155,8 +155,7 @@ async def _insights(me: AgentState, mind: Mind, question: str,
 async def reflect(me: AgentState, mind: Mind) -> list[MemoryNode]:
     """Reflect once; the counter restarts whatever the model answers."""
     stream = mind.memories(me.id)
-    stream.since_reflection = 0.0
-    stream.reflected_upto = stream.nodes[-1].id if stream.nodes else 0
+    stream.reflected()
     if not stream.nodes:
         return []
     recent, msgs = recent_for_questions(me, mind, stream.nodes)

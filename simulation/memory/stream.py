@@ -20,6 +20,8 @@ KINDS = (SEED, OBSERVATION, THOUGHT, UTTERANCE, CONVERSATION, PLAN, REFLECTION, 
 
 UNRATED_IMPORTANCE = 3.0
 """What retrieval assumes for a node whose importance has not been rated yet."""
+NOT_COUNTED = (REFLECTION, SUMMARY)
+"""Kinds whose importance does not count towards the next reflection (its own products)."""
 
 
 @dataclass(eq=False)
@@ -52,7 +54,19 @@ class MemoryNode:
 
 
 @dataclass
+class StreamState:
+    """A stream's reflection counters between ticks (what the checkpoint stores for it)."""
+
+    since_reflection: float
+    reflected_upto: int
+
+
+@dataclass
 class MemoryStream:
+    """One agent's nodes, and the counter that says when it reflects next. The stream is the
+    counter's only writer: adding or rating a node counts it, ``reflected`` restarts it, and
+    ``state`` / ``restore`` carry it across a resume."""
+
     nodes: list[MemoryNode] = field(default_factory=list)
     since_reflection: float = 0.0
     """Summed importance of rated nodes (reflections excluded) since the last reflection."""
@@ -63,10 +77,40 @@ class MemoryStream:
     """Nodes waiting for an importance rating (utterances wait for their conversation's recap)."""
 
     def add(self, node: MemoryNode) -> MemoryNode:
+        """Append ``node``; a node created rated counts towards the next reflection."""
         self.nodes.append(node)
         if node.importance is None and node.kind != UTTERANCE:
             self.unrated.append(node)
+        if node.importance is not None and node.kind not in NOT_COUNTED:
+            self.since_reflection += node.importance
         return node
+
+    def rate(self, node: MemoryNode, importance: float) -> None:
+        """Give ``node`` its importance; a first rating of a node newer than the last reflection counts."""
+        if node.importance is None and node.kind not in NOT_COUNTED and node.id > self.reflected_upto:
+            self.since_reflection += importance
+        node.importance = importance
+        if node in self.unrated:
+            self.unrated.remove(node)
+
+    def reflected(self) -> None:
+        """The agent reflected now: the counter restarts from the newest node."""
+        self.since_reflection = 0.0
+        self.reflected_upto = self.nodes[-1].id if self.nodes else 0
+
+    def recount(self) -> None:
+        """The counter as the nodes say it must be (a stream rebuilt from run.db): the importance
+        of the counted nodes after the newest reflection."""
+        last = max((i for i, n in enumerate(self.nodes) if n.kind == REFLECTION), default=-1)
+        self.reflected_upto = self.nodes[last].id if last >= 0 else 0
+        self.since_reflection = sum(n.importance for n in self.nodes[last + 1:]
+                                    if n.importance is not None and n.kind not in NOT_COUNTED)
+
+    def state(self) -> StreamState:
+        return StreamState(self.since_reflection, self.reflected_upto)
+
+    def restore(self, state: StreamState) -> None:
+        self.since_reflection, self.reflected_upto = state.since_reflection, state.reflected_upto
 
     def recent(self, n: int, kinds: tuple[str, ...] | None = None, exclude: tuple[str, ...] = ()) -> list[MemoryNode]:
         """The ``n`` newest nodes (oldest first), optionally of some kinds only."""

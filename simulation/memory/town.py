@@ -29,7 +29,7 @@ from simulation.core.vocabulary import Source
 from simulation.memory.embeddings import Embedder, get_embedder
 from simulation.memory.index import MemoryIndex, Ranking
 from simulation.memory.scoring import Weights
-from simulation.memory.stream import REFLECTION, SUMMARY, MemoryNode, MemoryStream
+from simulation.memory.stream import MemoryNode, MemoryStream, StreamState
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 
 PRIORITY = 0
 """Batcher priority: retrievals go before LLM questions (the LLM client's is 1)."""
-NOT_COUNTED = (REFLECTION, SUMMARY)
-"""Kinds whose importance does not push an agent towards reflecting (no reflection cascades)."""
 
 
 def _iso(moment: datetime) -> str:
@@ -156,6 +154,14 @@ class TownMemory:
         self._new.append(node)
         return node
 
+    def stream_states(self) -> dict[str, StreamState]:
+        """Each agent's reflection counters (``MemoryStream.state``), for the checkpoint."""
+        return {agent_id: stream.state() for agent_id, stream in sorted(self.streams.items())}
+
+    def restore_streams(self, states: dict[str, StreamState]) -> None:
+        for agent_id, state in states.items():
+            self.stream(agent_id).restore(state)
+
     def take_new(self) -> list[MemoryNode]:
         """The nodes added since the last call (what a tick remembered, for the fact tracker)."""
         new, self._new = self._new, []
@@ -167,19 +173,12 @@ class TownMemory:
         stream.add(node)
         self.nodes[node.id] = node
         self._unembedded.append(node)
-        if node.importance is not None and node.kind not in NOT_COUNTED:
-            stream.since_reflection += node.importance
         return node
 
     def rate(self, node: MemoryNode, importance: float) -> None:
         """Set a node's importance (from the LLM); it now counts towards the reflection threshold."""
         value = clamp_importance(importance)
-        stream = self.stream(node.agent_id)
-        if node.importance is None and node.kind not in NOT_COUNTED and node.id > stream.reflected_upto:
-            stream.since_reflection += value
-        node.importance = value
-        if node in stream.unrated:
-            stream.unrated.remove(node)
+        self.stream(node.agent_id).rate(node, value)
         if node.row >= 0 and self.index is not None:
             self.index.importance[node.row] = value
         self._dirty[node.id] = node
@@ -326,10 +325,7 @@ class TownMemory:
             memory._next_id = max(memory._next_id, node.id + 1)
             nodes.append(node)
         for stream in memory.streams.values():
-            last = max((i for i, n in enumerate(stream.nodes) if n.kind == REFLECTION), default=-1)
-            stream.reflected_upto = stream.nodes[last].id if last >= 0 else 0
-            stream.since_reflection = sum(n.importance for n in stream.nodes[last + 1:]
-                                          if n.importance is not None and n.kind not in NOT_COUNTED)
+            stream.recount()
         dim = memory.embedder.dimension() if stored else 0
         by_text = {n.text: stored_vector(stored[n.id], dim) for n in nodes if n.id in stored}
         missing = list(dict.fromkeys(n.text for n in nodes if n.text not in by_text))
