@@ -133,7 +133,7 @@ class TownModel(mesa.Model):
             happenings=self._happenings,
         )
         self.phases: list[Phase] = (list(phases) if phases is not None
-                                    else scenario_phases(cog.phases, loaded.path))
+                                    else scenario_phases(cog.phases, loaded))
         self.facts = self._fact_tracker(embedder)
         if resume_state is not None:
             restore(self, resume_state)
@@ -315,12 +315,14 @@ class TownModel(mesa.Model):
         conversations asked the LLM anything. A phase that cannot make progress raises
         ``PhaseStuck`` (a RunError) before the commit."""
         mind = self.mind
-        mind.notes = TickNotes()
-        for phase in self.phases:
+        notes = TickNotes()
+        for phase in self.phases:  # each phase sees the notes it declares, no others (Phase.reads, writes)
+            mind.notes = notes.for_phase(phase.name, phase.reads | phase.reads_if_any, phase.writes)
             chosen = phase.select(mind)
             self.loop.run_phase(phase.name, [(me.id, phase.run(me, mind)) for me in chosen])
             phase.finish(mind)
-        return len(mind.notes.deciding) + mind.notes.conversations
+        mind.notes = notes
+        return len(notes.deciding) + notes.conversations
 
     # ------------------------------------------------------------------ act & commit
 

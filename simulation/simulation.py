@@ -75,10 +75,10 @@ class Simulation:
                       phases: Sequence[Phase] | None = None,
                       on_llm: Callable[[RawCompletion], None] | None = None) -> Simulation:
         """As ``from_yaml``, from a scenario already loaded (``simulation.scenario.load``)."""
-        from simulation.cognition import scenario_phases
+        from simulation.cognition.phases import checked, scenario_phases
 
-        if phases is None:  # before anything is created: a wrong phase name leaves no run behind
-            phases = scenario_phases(loaded.scenario.cognition.phases, loaded.path)
+        # before anything is created: a wrong phase name or order leaves no run behind
+        phases = scenario_phases(loaded.scenario.cognition.phases, loaded) if phases is None else checked(phases)
         choice = llm or BackendChoice()
         if isinstance(backend, str):
             choice = replace(choice, backend=backend)

@@ -202,7 +202,11 @@ def _byte_mark(raw: bytes, offset: int) -> tuple[int, int]:
 def load_yaml(path: Path | str, what: str = "file") -> YamlDocument:
     """Load one YAML document safely; every failure becomes a located InputError."""
     p = Path(path)
-    text = read_text(p, what)
+    return parse_yaml(read_text(p, what), p, what)
+
+
+def parse_yaml(text: str, p: Path, what: str = "file") -> YamlDocument:
+    """One YAML document from ``text`` (read from ``p``), with every field's position."""
     if not text.strip():
         raise InputError(Problem(str(p), f"{what} is empty"))
     try:

@@ -167,4 +167,7 @@ class ScriptedBackend(AnsweringBackend):
                                             {"insight": "A second insight", "evidence": numbers[-1:]}]})
         if req.purpose.startswith("probe"):
             return json.dumps({"answer": "I heard there is a party at Hobbs Cafe."})
-        return json.dumps({})
+        # a question of a phase of one's own: every text field it requires, answered
+        props = schema.get("properties", {})
+        return json.dumps({k: f"A scripted answer to the {req.purpose} question." for k in schema.get("required", [])
+                           if props.get(k, {}).get("type") == "string"})

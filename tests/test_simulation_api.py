@@ -88,5 +88,5 @@ def test_a_scenario_names_its_phases_and_a_wrong_name_is_bad_input(tmp_path):
         assert said > 0, "the phase of one's own ran"
     data["cognition"] = {"phases": ["perceive", "daydream"]}
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(InputError, match="cognition.phases: unknown phase 'daydream'"):
+    with pytest.raises(InputError, match=r"gossip.yaml:\d+:\d+: cognition.phases\[1\]: unknown phase 'daydream'"):
         Simulation.from_yaml(path, backend=ScriptedBackend(), out=tmp_path, ticks=2)

@@ -23,6 +23,7 @@ def validate(
     """Check scenario files (and the persona files they reference) and persona files; exit 0 if all
     are valid, else 2."""
     from simulation import scenario as sc
+    from simulation.cognition.phases import scenario_phases
 
     problems = []
     for path in scenarios:
@@ -33,6 +34,7 @@ def validate(
                                      f"({persona.id})", highlight=False, soft_wrap=True)
                 continue
             loaded = sc.load(path)
+            scenario_phases(loaded.scenario.cognition.phases, loaded)  # the names, and an order that works
         except InputError as exc:
             problems.extend(exc.problems)
             continue

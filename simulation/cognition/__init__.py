@@ -8,7 +8,8 @@ nobody down.
 
 from simulation.cognition.mind import CognitionSettings, Mind, TickNotes
 from simulation.cognition.phase import Phase
+from simulation.cognition.question import Question
 from simulation.cognition.phases import DEFAULT, PHASES, default_phases, phase_class, phases_from_names, scenario_phases
 
-__all__ = ["DEFAULT", "PHASES", "CognitionSettings", "Mind", "Phase", "TickNotes", "default_phases", "phase_class",
+__all__ = ["DEFAULT", "PHASES", "CognitionSettings", "Mind", "Phase", "Question", "TickNotes", "default_phases", "phase_class",
            "phases_from_names", "scenario_phases"]

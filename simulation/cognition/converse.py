@@ -214,6 +214,7 @@ class Converse(Phase):
     the conversation ends on a goodbye or at the scenario's turn limit."""
 
     name = "converse"
+    writes = frozenset({"talking", "conversations"})
 
     def select(self, mind: Mind) -> list[AgentState]:
         talking = mind.open_conversations()

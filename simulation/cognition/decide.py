@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 class Decide(Phase):
     name = "decide"
+    reads = frozenset({"deciding"})
 
     def __init__(self) -> None:
         self.intents: dict[str, tuple[str, str, int | None]] = {}

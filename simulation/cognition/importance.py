@@ -99,6 +99,7 @@ class RateImportance(Phase):
     """The deciding people's unrated memories, rated before they decide (when due, see above)."""
 
     name = "importance"
+    reads = frozenset({"deciding"})
 
     def select(self, mind: Mind) -> list[AgentState]:
         return [me for me in map(mind.person, mind.notes.deciding) if rating_due(me, mind)]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from simulation.core import Happening, Move, PlanItem, Provenance
+from simulation.errors import RunError
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -52,9 +53,23 @@ class CognitionSettings:
     """The temperature a scored choice is drawn at (the scenario's ``llm.temperature``)."""
 
 
+NOTES = ("deciding", "talking", "conversations")
+"""What a tick's phases tell later phases of the same tick (``TickNotes``); a phase declares
+which of them it reads and writes (``Phase.reads``, ``Phase.writes``)."""
+
+
+class ContractError(RunError):
+    """A phase touched a note it did not declare: a bug in the phase, found the first time it runs
+    (the run stops at that tick with this message, every committed tick kept)."""
+
+
 @dataclass
 class TickNotes:
-    """What this tick's phases found out that later phases need (reset at the start of every tick)."""
+    """What this tick's phases found out that later phases need (reset at the start of every tick).
+
+    A phase reads and writes them through ``for_phase``: a view that lets it touch only the notes
+    it declares (``Phase.reads`` / ``writes``), so an undeclared dependency fails loudly the first
+    time the phase runs instead of quietly reading an empty list."""
 
     deciding: list[str] = field(default_factory=list)
     """People who think this tick: waking, out of steps for the hour, or noticing something."""
@@ -66,6 +81,30 @@ class TickNotes:
     @property
     def thinking(self) -> set[str]:
         return set(self.deciding) | set(self.talking)
+
+    def for_phase(self, name: str, reads: frozenset[str], writes: frozenset[str]) -> PhaseNotes:
+        return PhaseNotes(self, name, reads, writes)
+
+
+class PhaseNotes:
+    """One phase's view of the tick's notes: what it declared, nothing else (``ContractError``)."""
+
+    def __init__(self, notes: TickNotes, phase: str, reads: frozenset[str], writes: frozenset[str]):
+        object.__setattr__(self, "_notes", notes)
+        object.__setattr__(self, "_phase", phase)
+        object.__setattr__(self, "_reads", reads | writes)
+        object.__setattr__(self, "_writes", writes)
+
+    def __getattr__(self, name: str) -> Any:
+        wanted = {"thinking": {"deciding", "talking"}}.get(name, {name})
+        if wanted <= set(NOTES) and not wanted <= self._reads:
+            raise ContractError(f"phase {self._phase!r} reads notes.{name} but does not declare it in its reads")
+        return getattr(self._notes, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._writes:
+            raise ContractError(f"phase {self._phase!r} writes notes.{name} but does not declare it in its writes")
+        setattr(self._notes, name, value)
 
 
 class Mind(Protocol):

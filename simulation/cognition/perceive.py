@@ -94,6 +94,7 @@ class Perceive(Phase):
     decides whether something needs a thought this tick (``mind.notes.deciding``)."""
 
     name = "perceive"
+    writes = frozenset({"deciding"})
 
     async def run(self, me: AgentState, mind: Mind) -> None:
         me.perceived = perceive(me, mind, mind.here(me), mind.place_events(me.place))

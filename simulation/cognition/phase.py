@@ -7,7 +7,10 @@ their LLM questions and memory retrievals go out as one batch, simulation/batchi
 then act on what they decided together (``finish``, e.g. open the conversations people chose to
 start). A phase reaches the world only through ``Mind``, and keeps whatever it needs between
 ``select`` and ``finish`` on itself; what later phases of the same tick need goes in
-``mind.notes``. See docs/cognition.md, "Writing a phase".
+``mind.notes``, declared (``reads``, ``writes``): a list of phases in a wrong order is bad input
+when the scenario is loaded, and a phase that touches a note it did not declare fails at once.
+What it keeps from tick to tick it saves and takes back itself (``state``, ``restore``). See
+docs/cognition.md, "Writing a phase".
 """
 
 from __future__ import annotations
@@ -23,6 +26,15 @@ if TYPE_CHECKING:
 class Phase(ABC):
     name: ClassVar[str]
     """Names the phase in the scenario's ``cognition.phases`` list and in a stuck-phase error."""
+    reads: ClassVar[frozenset[str]] = frozenset()
+    """The tick's notes (``cognition.mind.NOTES``) this phase needs an earlier phase to have written:
+    a list where no earlier phase writes one is refused when the scenario is loaded."""
+    reads_if_any: ClassVar[frozenset[str]] = frozenset()
+    """Notes this phase reads when an earlier phase wrote them, and takes as empty when no phase
+    does (reflection counts people who talked, and a town without conversations has none); a
+    list where only a later phase writes one is refused all the same."""
+    writes: ClassVar[frozenset[str]] = frozenset()
+    """The notes this phase writes for later phases (``mind.notes.<name> = ...``)."""
 
     def select(self, mind: Mind) -> list[AgentState]:
         """The people this phase runs for this tick, in the order their requests are batched."""

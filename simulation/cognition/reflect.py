@@ -186,6 +186,8 @@ class Reflect(Phase):
     scenario's ``memory.reflection_threshold`` (not the background crowd)."""
 
     name = "reflect"
+    reads = frozenset({"deciding"})
+    reads_if_any = frozenset({"talking"})
 
     def due(self, me: AgentState, mind: Mind) -> bool:
         return (not me.crowd and me.id in mind.notes.thinking

@@ -14,7 +14,7 @@ from simulation.errors import Problem
 from simulation.llm.settings import LlamaCppSettings, LLMSettings, OpenAISettings, VLLMSettings
 from simulation.paths import resolve_path
 from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel, Unit
-from simulation.scenario.loading import load, load_persona
+from simulation.scenario.loading import load, load_persona, problem_at
 from simulation.scenario.measures import Fact, FactDetail, Probe, Topic
 from simulation.scenario.people import PersonaEntry, PopulationEntry
 from simulation.scenario.persona import BigFive, Persona, Routine
@@ -29,5 +29,5 @@ __all__ = [
     "LongText", "MemorySettings", "OpenAISettings", "PathSpec", "Persona", "PersonaEntry", "Place",
     "PopulationEntry", "Probe", "Problem", "ResolvedPersona", "RetrievalWeights", "Routine", "Scenario",
     "ScheduledEvent", "ShortText", "StrictModel", "Topic", "Town", "Unit", "VLLMSettings", "json_schema", "load",
-    "load_persona", "resolve_path",
+    "load_persona", "problem_at", "resolve_path",
 ]

@@ -14,9 +14,15 @@ from simulation.scenario.references import check_references
 from simulation.scenario.resolved import LoadedScenario, ResolvedPersona
 from simulation.scenario.schema import Scenario, explain
 from simulation.scenario.validation import validate_document
-from simulation.yamlfile import load_yaml, missing_file
+from simulation.yamlfile import load_yaml, missing_file, parse_yaml
 
-__all__ = ["load", "load_persona"]
+__all__ = ["load", "load_persona", "problem_at"]
+
+
+def problem_at(loaded: LoadedScenario, path: tuple[str | int, ...], message: str) -> Problem:
+    """A problem found after loading (by a part the scenario names, e.g. its cognition phases),
+    located in the scenario file as it was loaded: file, line, column and field."""
+    return parse_yaml(loaded.source_text, Path(loaded.path), "scenario file").problem(path, message)
 
 
 def load_persona(path: Path | str) -> Persona:
