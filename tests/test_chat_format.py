@@ -54,7 +54,7 @@ def vocab_gguf(path: Path, *, add_bos: bool, template: str | None) -> Path:
 def chat_format(tmp_path: Path, **kw):
     from llama_cpp import Llama
 
-    from simulation.llm.chat_format import ChatFormat
+    from simulation.llm.llamacpp.chat_format import ChatFormat
 
     llm = Llama(model_path=str(vocab_gguf(tmp_path / "vocab.gguf", **kw)), vocab_only=True, verbose=False)
     return ChatFormat(llm)
@@ -127,7 +127,7 @@ def test_the_bundled_models_prompt_is_unchanged():
     ``add_bos=False`` tokenization of the rendered ChatML (replay caches keep their answers)."""
     from llama_cpp import Llama
 
-    from simulation.llm.chat_format import ChatFormat
+    from simulation.llm.llamacpp.chat_format import ChatFormat
     from simulation.llm.llamacpp import bundled_model_path
 
     llm = Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)

@@ -279,7 +279,7 @@ def test_a_batch_is_generated_together_and_answers_as_if_each_were_alone(llama, 
 @pytest.mark.slow
 def test_answers_are_llama_cpp_pythons_own_completions_token_for_token(llama):
     """The backend's own decoding and sampling (a multi-sequence context, the grammar judged on the
-    highest logits first, ``simulation.llm.sampling``) answer exactly what llama-cpp-python's
+    highest logits first, ``simulation.llm.llamacpp.sampling``) answer exactly what llama-cpp-python's
     ``create_completion`` answers for the same prompt evaluated in the same canonical pieces:
     with and without a schema, sampled and greedy."""
     reqs = [*_requests(n_agents=4, n_each=2),
@@ -307,7 +307,7 @@ def test_a_stable_preamble_of_several_messages_is_evaluated_once_and_answers_ali
     turns, as the importance question is asked) and whose last message changes: from the second
     request on only the last message is evaluated, and every answer and score is the same as
     when the whole prompt is evaluated cold."""
-    from simulation.llm.prefix_cache import TokenCounts
+    from simulation.llm.llamacpp.prefix_cache import TokenCounts
 
     preamble = [{"role": "system", "content": "You are Ann, a baker who likes long walks. " * 8},
                 {"role": "user", "content": "How much does this matter, 1 to 10?\n<memory>Ann washed up.</memory>"},

@@ -1,8 +1,12 @@
 """The one interface every LLM backend implements: a batch of requests in, answers out in order.
 
 A backend whose requests are network calls may also have ``async agenerate(requests, on_done)``
-with the same meaning: the client awaits it inside the model's event loop, so a batch's requests
-are in flight together (``LLMClient`` looks for it; the replay cache passes it through).
+with the same meaning (``AsyncBackend``): awaited inside the model's event loop, a batch's
+requests are in flight together. Every caller goes through the module's ``agenerate(backend,
+requests, on_done)``, which awaits the backend's own ``agenerate`` where it has one and otherwise
+calls ``generate`` (the default: a backend that computes in this process gains nothing from
+awaiting). ``LLMClient`` sends its batches through it, and the wrappers (the replay cache, the
+lazy backend) pass their inner backend's calls through it.
 
 A backend may also have ``count_tokens(messages) -> int``: how many prompt tokens it will see
 for a chat, its chat template applied (what ``max_tokens`` is added to when it checks the
@@ -44,6 +48,25 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class AsyncBackend(Backend, Protocol):
+    """A backend whose requests are network calls: ``agenerate`` has ``generate``'s meaning, awaited."""
+
+    async def agenerate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
+        ...
+
+
+async def agenerate(backend: Backend, requests: Sequence[LLMRequest],
+                    on_done: OnDone | None = None) -> list[RawCompletion]:
+    """The one way to ask a backend asynchronously: ``await backend.agenerate(requests, on_done)``
+    where the backend has it (``AsyncBackend``: its requests are then in flight together), else
+    ``backend.generate(requests, on_done)``, called directly (in-process work blocks the loop
+    either way)."""
+    own = getattr(backend, "agenerate", None)
+    if own is not None:
+        return await own(requests, on_done)
+    return backend.generate(requests, on_done)
 
 
 def estimate_tokens(messages: Messages) -> int:

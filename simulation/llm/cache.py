@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from simulation.errors import RunError
-from simulation.llm.backend import Backend, Messages, OnDone, count_tokens
+from simulation.llm.backend import Backend, Messages, OnDone, agenerate, count_tokens
 from simulation.llm.types import LLMRequest, RawCompletion
 
 CacheMode = Literal["use", "refresh", "off"]
@@ -149,8 +149,7 @@ class CachedBackend:
 
     async def agenerate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
         state, batch, inner_done = self._misses(requests, on_done)
-        agen = getattr(self.inner, "agenerate", None)
-        fresh = (await agen(batch, inner_done) if agen else self.inner.generate(batch, inner_done)) if batch else []
+        fresh = await agenerate(self.inner, batch, inner_done) if batch else []
         return self._finish(requests, *state, fresh)
 
     def count_tokens(self, messages: Messages) -> int:

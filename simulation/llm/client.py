@@ -18,7 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ValidationError, create_model
 
 from simulation.batching import Batcher
-from simulation.llm.backend import Backend
+from simulation.llm.backend import Backend, agenerate
 from simulation.llm.scoring import ScoredOptions, expected
 from simulation.llm.seeds import derive_seed
 from simulation.llm.types import CallRecord, LLMRequest, RawCompletion
@@ -236,7 +236,4 @@ class LLMClient:
         flight together), called directly where it computes in this process."""
         self.stats.batches += 1
         on_done = (lambda _i, c: self.on_progress(c)) if self.on_progress else None  # type: ignore[misc]
-        agenerate = getattr(self.backend, "agenerate", None)
-        if agenerate is not None:
-            return await agenerate(requests, on_done)
-        return self.backend.generate(requests, on_done)
+        return await agenerate(self.backend, requests, on_done)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from simulation.errors import InputError, RunError
-from simulation.llm.backend import Backend, Messages, OnDone, TokenCounter, count_tokens, estimate_tokens
+from simulation.llm.backend import Backend, Messages, OnDone, TokenCounter, agenerate, count_tokens, estimate_tokens
 from simulation.llm.types import LLMRequest, RawCompletion
 
 __all__ = ["LazyBackend", "counter_for"]
@@ -117,8 +117,7 @@ class LazyBackend:
             return []
         inner = self._backend(len(requests))
         self._used = True
-        agenerate = getattr(inner, "agenerate", None)
-        return await agenerate(requests, on_done) if agenerate else inner.generate(requests, on_done)
+        return await agenerate(inner, requests, on_done)
 
     def close(self) -> None:
         if self._inner is not None:

@@ -10,7 +10,7 @@ texts (some templates write BOS themselves), tokenize with special tokens parsed
 first only when the metadata asks for it and the template has not already written it.
 
 Each message but the last is tokenized apart from the rest (``pieces``), so the backend can keep
-it as a cached prefix (see ``simulation.llm.prefix_cache``); BOS belongs to the first.
+it as a cached prefix (see ``simulation.llm.llamacpp.prefix_cache``); BOS belongs to the first.
 
 ``answer_end`` is the token a finished assistant answer is followed by in this template
 (``<|im_end|>``, ``<|eot_id|>``, ``<end_of_turn>``...): scoring "7" as a whole answer means
@@ -70,7 +70,7 @@ class ChatFormat:
     def pieces(self, messages: list[dict[str, str]]) -> tuple[list[int], tuple[int, ...]]:
         """The prompt's tokens (ending with the generation prompt), and where its canonical pieces
         end: after the first message (BOS included) and after each further message but the last,
-        each piece tokenized on its own (``simulation.llm.prefix_cache``). A template that renders
+        each piece tokenized on its own (``simulation.llm.llamacpp.prefix_cache``). A template that renders
         an earlier message differently once more follow (so a shorter render is no prefix of the
         full one) ends the pieces there: the rest is one tail."""
         full = self.render(messages, True)

@@ -3,13 +3,13 @@
 JSON answers are constrained by a grammar compiled from the request's JSON schema (compiled
 once per schema).
 
-Prefix reuse without losing determinism (``simulation.llm.prefix_cache``): every prompt is
+Prefix reuse without losing determinism (``simulation.llm.llamacpp.prefix_cache``): every prompt is
 evaluated in canonical pieces, one per chat message before the last, so an answer is
 bit-identical whether its prefix was left in the KV cache, restored from a saved state or
 evaluated cold. Saved states (the persona, and every question's stable preamble) are shared by
 every backend object on the same loaded model. ``tokens`` counts what was reused.
 
-Batched decoding (``simulation.llm.sequences``): the generated answers of a batch are decoded
+Batched decoding (``simulation.llm.llamacpp.sequences``): the generated answers of a batch are decoded
 together, up to ``sequences`` at a time, one sequence each: every prompt is evaluated alone in its
 own sequence, then each decode step generates one token of every unfinished answer. Each
 sequence has its own KV cells, so an answer is the same bits alone or beside others. Scored
@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import Messages, OnDone, TokenCounter
-from simulation.llm.chat_format import ChatFormat
-from simulation.llm.prefix_cache import PrefixCache, TokenCounts
-from simulation.llm.sampling import Sampler
+from simulation.llm.llamacpp.chat_format import ChatFormat
+from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts
+from simulation.llm.llamacpp.sampling import Sampler
+from simulation.llm.llamacpp.sequences import DecodeError, Sequences
 from simulation.llm.scoring import ScoredOptions, log_softmax_at
-from simulation.llm.sequences import DecodeError, Sequences
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.paths import resolve_path
 
@@ -281,7 +281,7 @@ class LlamaCppBackend:
         return len(self.chat.pieces(messages)[0])
 
     def _sampler(self, req: LLMRequest) -> Sampler:
-        """create_completion's sampler chain for this request (``simulation.llm.sampling``)."""
+        """create_completion's sampler chain for this request (``simulation.llm.llamacpp.sampling``)."""
         grammar = self._grammar(req.json_schema) if req.json_schema else None
         return Sampler(self._llm._model.vocab, self._llm.n_vocab(), grammar, req.temperature, req.seed)
 

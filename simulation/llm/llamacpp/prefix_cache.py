@@ -22,7 +22,7 @@ What is reused:
   model) and copied back when a later prompt starts the same way. Personas and longer preambles
   are kept in two LRUs, each bounded in bytes, so one-off preambles never push out the personas.
 
-The sequences are those of ``simulation.llm.sequences`` (several, decoded together when a batch
+The sequences are those of ``simulation.llm.llamacpp.sequences`` (several, decoded together when a batch
 generates); a saved state restores into any of them.
 
 So the way to make a prompt cheap is to put what is stable first, in messages of its own, and
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from simulation.llm.sequences import Sequences
+    from simulation.llm.llamacpp.sequences import Sequences
 
 __all__ = ["PrefixCache", "TokenCounts"]
 
