@@ -36,7 +36,7 @@ from town import Timed, warm_embedder  # noqa: E402  (bench/town.py)
 
 from simulation import Simulation, scenario  # noqa: E402
 from simulation.llm.factory import BackendChoice, build_backend  # noqa: E402
-from simulation.runner import llm_settings  # noqa: E402
+from simulation.settings import RunSettings  # noqa: E402
 
 FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
 SPEC = ROOT / "personas" / "populations" / "ville.yaml"
@@ -100,7 +100,7 @@ def one(people: int, ticks: int, crowd: bool, scripted: bool, choice: BackendCho
 
         backend = Timed(ScriptedBackend())
     else:
-        settings = llm_settings(loaded, choice).model_copy(update={"cache": "off"})
+        settings = RunSettings.resolve(loaded, llm=choice).llm.model_copy(update={"cache": "off"})
         backend = Timed(build_backend(settings, Path(loaded.path).parent))
     rows: list[dict[str, float]] = []
     try:

@@ -14,16 +14,16 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from datetime import date, datetime, timedelta
 from datetime import time as clock_time
-from pathlib import Path
 
 import mesa
 
 from simulation.agents import AgentState, PersonaAgent
 from simulation.batching import BatchLoop
 from simulation.checkpoint import ModelState, capture, restore
-from simulation.cognition import CognitionSettings, Phase, TickNotes, prompts, scenario_phases
+from simulation.cognition import Phase, TickNotes, prompts, scenario_phases
 from simulation.cognition.probe import answer_probe
 from simulation.conversations import Conversations
 from simulation.core import Action, Happening, MemoryKind, Moment, PlaceEvent, Provenance, Source, Status
@@ -39,10 +39,13 @@ from simulation.provenance.probes import score_answer
 from simulation.provenance.tracker import FactTracker
 from simulation.recorder import Recorder
 from simulation.relationships import SocialGraph
-from simulation.scenario import LoadedScenario, resolve_path
+from simulation.scenario import resolve_path
 from simulation.store import RunStore, dumps, sim_iso
 from simulation.town import TownMap
 from simulation.town_mind import TownMind
+
+if TYPE_CHECKING:
+    from simulation.settings import RunSettings
 
 
 SEED_IMPORTANCE = 5.0
@@ -55,23 +58,24 @@ knows (``facts[].known_by``) are news, and are rated."""
 class TownModel(mesa.Model):
     def __init__(
         self,
-        loaded: LoadedScenario,
+        settings: RunSettings,
         backend: Backend,
         store: RunStore,
         *,
-        seed: int | None = None,
         on_llm: Callable[[RawCompletion], None] | None = None,
         resume_state: str | None = None,
         phases: Sequence[Phase] | None = None,
     ):
         """A new run's model, or with ``resume_state`` (``checkpoint.capture``'s JSON) the model of a
         run continued after its last committed tick: memories and the index then come from run.db.
-        ``phases`` replaces the cognition phases (default: the scenario's ``cognition.phases``)."""
-        sc = loaded.scenario
-        self.seed_value = sc.seed if seed is None else seed
-        super().__init__(seed=self.seed_value)
-        self.loaded = loaded
-        self.scenario = sc
+        ``phases`` replaces the cognition phases (default: the scenario's ``cognition.phases``).
+        Everything is built from ``settings`` (resolved once, ``simulation.settings``), in an
+        order that never changes: the random generators are drawn from while the town is built."""
+        super().__init__(seed=settings.seed)
+        self.settings = settings
+        self.seed_value = settings.seed
+        self.loaded = settings.loaded
+        self.scenario = sc = settings.loaded.scenario
         self.clock = sc.clock
         self.town = TownMap(sc.town)
         self.space = self.town.space(self.random)
@@ -80,22 +84,55 @@ class TownModel(mesa.Model):
         self.buffer = store.buffer()
         self.moment = Moment(0, self.clock.start)
         self.recorder = Recorder(self.buffer, self.moment)
-        self.llm = LLMClient(
-            backend, run_seed=self.seed_value, temperature=sc.llm.temperature,
-            max_tokens=sc.llm.max_tokens, on_call=self.recorder.llm_call, on_progress=on_llm,
-        )
+        self.llm = LLMClient(backend, run_seed=self.seed_value, temperature=settings.llm.temperature,
+                             max_tokens=settings.llm.max_tokens, on_call=self.recorder.llm_call, on_progress=on_llm)
         folder = sc.memory.embedding_model
-        embedder = get_embedder(str(resolve_path(folder, Path(loaded.path).parent)) if folder else None)
-        if resume_state is None:
-            self.memory = TownMemory(sc.memory, epoch=self.clock.start, embedder=embedder, buffer=self.buffer)
+        embedder = get_embedder(str(resolve_path(folder, settings.base_dir)) if folder else None)
+        self.memory = self._memory(embedder, resume_state is not None)
+        self.social = SocialGraph([rp.persona.id for rp in self.loaded.people])
+        self._people()
+        # Our own event loop, not asyncio.run(): asyncio.run's SIGINT handler would let a
+        # running batch finish before Ctrl-C is seen; here it interrupts between tokens. A
+        # BatchLoop sends each phase's requests as one batch and turns a stuck phase into an error.
+        self.loop = BatchLoop()
+        self.conversations = Conversations({a.agent_id: a.state for a in self.order}, self.memory, self.recorder,
+                                           self.buffer, self.moment, lambda: store.next_id("conversations"))
+        self.place_events: list[PlaceEvent] = []
+        self.scheduled = sorted(
+            ((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(sc.events)), key=lambda t: (t[0], t[1])
+        )
+        self.mind = TownMind(
+            settings=settings.cognition(), moment=self.moment, llm=self.llm, memory=self.memory, town=self.town,
+            hub=self.hub, social=self.social, agents=self.people, order=[a.state for a in self.order],
+            conversations=self.conversations, recorder=self.recorder, place_events=lambda: self.place_events,
+            happenings=self._happenings,
+        )
+        self.phases: list[Phase] = (list(phases) if phases is not None
+                                    else scenario_phases(sc.cognition.phases, self.loaded))
+        self.facts = self._fact_tracker(embedder)
+        if resume_state is not None:
+            restore(self, resume_state)
+            if self.facts is not None:
+                self.facts.load(store.db, store.run_id)
         else:
-            self.memory = TownMemory.from_db(store.db, store.run_id, sc.memory, self.clock.start, embedder)
-            self.memory.buffer = self.buffer
-        self.memory.set_time(0, self.now)
-        self.social = SocialGraph([rp.persona.id for rp in loaded.people])
-        for rp in loaded.people:
-            # the town as this person needs it: every public place, and of the homes only their own
-            # (in the 25-person flagship the other 21 homes were half of every persona's tokens)
+            self._start()
+
+    def _memory(self, embedder: Embedder, resumed: bool) -> TownMemory:
+        """The town's memory: empty for a new run, rebuilt from run.db for a resumed one."""
+        sc = self.scenario
+        if resumed:
+            memory = TownMemory.from_db(self.store.db, self.store.run_id, sc.memory, self.clock.start, embedder)
+            memory.buffer = self.buffer
+        else:
+            memory = TownMemory(sc.memory, epoch=self.clock.start, embedder=embedder, buffer=self.buffer)
+        memory.set_time(0, self.now)
+        return memory
+
+    def _people(self) -> None:
+        """The people, as Mesa agents in their start places, each with the system prompt built from
+        who they are and the town as they need it: every public place, and of the homes only their
+        own (in the 25-person flagship the other 21 homes were half of every persona's tokens)."""
+        for rp in self.loaded.people:
             own = {rp.home, rp.start_place, rp.workplace}
             places = [(pid, f"{place.name} ({place.kind})") for pid, place in self.town.places.items()
                       if place.kind != "home" or pid in own]
@@ -108,43 +145,15 @@ class TownModel(mesa.Model):
         self.people: dict[str, PersonaAgent] = {a.agent_id: a for a in self.agents}
         """Mesa's agent set by id (every phase runs in id order: ``self.order``)."""
         self.order: list[PersonaAgent] = sorted(self.agents, key=lambda a: a.agent_id)
-        # Our own event loop, not asyncio.run(): asyncio.run's SIGINT handler would let a
-        # running batch finish before Ctrl-C is seen; here it interrupts between tokens. A
-        # BatchLoop sends each phase's requests as one batch and turns a stuck phase into an error.
-        self.loop = BatchLoop()
-        self.conversations = Conversations({a.agent_id: a.state for a in self.order}, self.memory, self.recorder,
-                                           self.buffer, self.moment, lambda: store.next_id("conversations"))
-        self.place_events: list[PlaceEvent] = []
-        self.scheduled = sorted(
-            ((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(sc.events)), key=lambda t: (t[0], t[1])
-        )
-        cog = sc.cognition
-        self.mind = TownMind(
-            settings=CognitionSettings(
-                tick_minutes=self.clock.tick_minutes, attention_bandwidth=cog.attention_bandwidth,
-                conversation_cooldown=timedelta(minutes=cog.conversation_cooldown_minutes),
-                max_conversation_turns=cog.max_conversation_turns, min_conversation_turns=cog.min_conversation_turns,
-                reflection_threshold=sc.memory.reflection_threshold, context_tokens=sc.llm.context_tokens,
-                reactions_per_hour=cog.reactions_per_hour, choices=cog.choices, temperature=sc.llm.temperature,
-            ),
-            moment=self.moment, llm=self.llm, memory=self.memory, town=self.town, hub=self.hub,
-            social=self.social, agents=self.people, order=[a.state for a in self.order],
-            conversations=self.conversations, recorder=self.recorder, place_events=lambda: self.place_events,
-            happenings=self._happenings,
-        )
-        self.phases: list[Phase] = (list(phases) if phases is not None
-                                    else scenario_phases(cog.phases, loaded))
-        self.facts = self._fact_tracker(embedder)
-        if resume_state is not None:
-            restore(self, resume_state)
-            if self.facts is not None:
-                self.facts.load(store.db, store.run_id)
-            return
+
+    def _start(self) -> None:
+        """A new run's first state: seed memories, the facts people know from the start, the
+        relationships the personas bring, who is up already, and a start event each."""
         for agent in self.order:
             s = agent.state
             for text in s.persona.memories:  # who they are: the same in every run, not worth a question each
                 self.memory.add(s.id, MemoryKind.SEED, text, Provenance(Source.SEEDED), importance=SEED_IMPORTANCE)
-            for fact in sc.facts:
+            for fact in self.scenario.facts:
                 if s.id in fact.known_by:
                     node = self.memory.add(s.id, MemoryKind.SEED, fact.text, Provenance(Source.SEEDED, fact=fact.id))
                     s.news.append(node.id)

@@ -1,4 +1,4 @@
-"""Starting a run: resolve settings, open run.db, build the backend and the model, step it.
+"""Starting a run: open run.db, record the run's settings (resolved once, ``RunSettings``), build the model.
 
 The CLI is a thin shell over this module, and tests drive runs through it with a scripted
 backend, so what a test checks is what ``agora run`` does.
@@ -12,7 +12,7 @@ import re
 import secrets
 import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
@@ -24,32 +24,9 @@ from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
 from simulation.llm.types import RawCompletion
 from simulation.model import TownModel
-from simulation.scenario import LLMSettings, LoadedScenario, resolve_path
+from simulation.scenario import LoadedScenario
+from simulation.settings import RunSettings
 from simulation.store import SCHEMA_VERSION, RunStore, dumps, now_iso
-
-
-@dataclass
-class RunOptions:
-    out: Path = Path("runs")
-    ticks: int | None = None
-    """Ticks to run; None = the scenario's full duration."""
-    seed: int | None = None
-    llm: BackendChoice = field(default_factory=BackendChoice)
-    """Command-line overrides of the scenario's ``llm:`` settings."""
-
-
-def llm_settings(loaded: LoadedScenario, choice: BackendChoice) -> LLMSettings:
-    """The scenario's LLM settings with the command line's overrides. A model path given on the
-    command line is relative to the working directory, one in the scenario to the scenario file."""
-    if choice.model and resolve_path(choice.model, Path.cwd()).exists():
-        choice = replace(choice, model=str(resolve_path(choice.model, Path.cwd())))
-    return choice.apply(loaded.scenario.llm)
-
-
-def make_backend(loaded: LoadedScenario, options: RunOptions) -> Backend:
-    from simulation.llm.factory import build_backend
-
-    return build_backend(llm_settings(loaded, options.llm), Path(loaded.path).parent)
 
 
 def new_run_id(name: str) -> str:
@@ -75,34 +52,31 @@ class Run:
 
 
 def create_run(
-    loaded: LoadedScenario,
+    settings: RunSettings,
     backend: Backend,
-    options: RunOptions,
     on_llm: Callable[[RawCompletion], None] | None = None,
     phases: Sequence[Phase] | None = None,
 ) -> Run:
     """Make the run directory and run.db, record the run's settings, and build the model."""
+    loaded = settings.loaded
     sc = loaded.scenario
     run_id = new_run_id(sc.name)
-    run_dir = Path(options.out) / run_id
+    run_dir = settings.out / run_id
     store = RunStore.create(run_dir, run_id)
-    ticks = options.ticks if options.ticks is not None else sc.clock.total_ticks
-    seed = sc.seed if options.seed is None else options.seed
     store.db["runs"].insert({
         "run_id": run_id, "scenario": sc.name, "scenario_path": loaded.path, "scenario_yaml": loaded.source_text,
-        "description": sc.description, "seed": seed, "backend": backend.name, "model": backend.model_id,
+        "description": sc.description, "seed": settings.seed, "backend": backend.name, "model": backend.model_id,
         "tick_minutes": sc.clock.tick_minutes, "start_time": sc.clock.start.strftime("%Y-%m-%d %H:%M"),
-        "ticks_planned": ticks, "ticks_done": 0, "status": "running", "message": None,
+        "ticks_planned": settings.ticks, "ticks_done": 0, "status": "running", "message": None,
         "started_at": now_iso(), "finished_at": None, "agora_version": __version__,
         "schema_version": SCHEMA_VERSION, "engine": engine_fingerprint(),
         "scenario_sha256": text_sha256(loaded.source_text),
     })
     # What resume needs: the scenario as run, with the LLM settings the command line chose.
-    as_run = loaded.model_copy(update={"scenario": sc.model_copy(update={"llm": llm_settings(loaded, options.llm)})})
-    store.db["resume_state"].insert({"run_id": run_id, "tick": -1, "scenario": as_run.model_dump_json(),
+    store.db["resume_state"].insert({"run_id": run_id, "tick": -1, "scenario": loaded.model_dump_json(),
                                      "state": None, "resumes": 0, "updated_at": now_iso()})
     lock = RunLock.take(run_dir)
-    model = TownModel(loaded, backend, store, seed=seed, on_llm=on_llm, phases=phases)
+    model = TownModel(settings, backend, store, on_llm=on_llm, phases=phases)
     static = store.buffer()
     for rp in loaded.people:
         p = rp.persona
@@ -117,7 +91,7 @@ def create_run(
     for path in sc.town.paths:
         static.add("paths", {"a": path.between[0], "b": path.between[1], "minutes": path.minutes})
     store.commit(static)
-    return Run(run_id, run_dir, store, model, ticks, lock=lock)
+    return Run(run_id, run_dir, store, model, settings.ticks, lock=lock)
 
 
 def finish(run: Run, status: str, message: str | None = None) -> None:
@@ -162,45 +136,47 @@ RESUMABLE = ("running", "interrupted", "failed")
 
 def resume_run(
     run_dir: Path,
-    options: RunOptions,
+    *,
+    ticks: int | None = None,
+    llm: BackendChoice | None = None,
     on_llm: Callable[[RawCompletion], None] | None = None,
     backend: Backend | None = None,
     phases: Sequence[Phase] | None = None,
 ) -> tuple[Run, Backend]:
     """Reopen a run directory and rebuild its model at the end of its last committed tick.
 
-    ``options.ticks`` is how many more ticks to run (default: up to the planned number); the
-    LLM overrides apply on top of the settings the run was started with. ``backend`` is for
+    ``ticks`` is how many more ticks to run (default: up to the planned number); the LLM
+    overrides ``llm`` apply on top of the settings the run was started with. ``backend`` is for
     tests; normally it is built from those settings."""
+    choice = llm or BackendChoice()
     store = RunStore.open(run_dir)
     try:
-        run_row, saved, probes_asked = _resume_rows(store, Path(run_dir), options)
+        run_row, saved, probes_asked = _resume_rows(store, Path(run_dir), ticks)
         lock = RunLock.take(Path(run_dir))
     except BaseException:
         store.close()
         raise
     done, planned = run_row["ticks_done"], run_row["ticks_planned"]
-    loaded = LoadedScenario.model_validate_json(saved["scenario"])
-    settings = llm_settings(loaded, options.llm)
-    loaded = loaded.model_copy(update={"scenario": loaded.scenario.model_copy(update={"llm": settings})})
+    more = ticks if ticks is not None else max(0, planned - done)
+    settings = RunSettings.resumed(LoadedScenario.model_validate_json(saved["scenario"]), seed=run_row["seed"],
+                                   ticks=max(planned, done + more), llm=choice)
     if backend is None:
         from simulation.llm.factory import build_backend
 
         try:
-            same = run_row["backend"] == settings.backend and options.llm.model is None
+            same = run_row["backend"] == settings.llm.backend and choice.model is None
             recorded = run_row["model"] if same else None
-            backend = build_backend(settings, Path(loaded.path).parent, recorded_model=recorded)
+            backend = build_backend(settings.llm, settings.base_dir, recorded_model=recorded)
         except BaseException:
             lock.release()
             store.close()
             raise
-    more = options.ticks if options.ticks is not None else max(0, planned - done)
-    store.update_run(status="running", message=None, finished_at=None, ticks_planned=max(planned, done + more))
+    store.update_run(status="running", message=None, finished_at=None, ticks_planned=settings.ticks)
     with store.db.atomic():
         store.db["resume_state"].update(store.run_id, {"resumes": (saved["resumes"] or 0) + 1})
     try:
-        model = TownModel(loaded, backend, store, seed=run_row["seed"], on_llm=on_llm,
-                          resume_state=saved["state"] if done else None, phases=phases)
+        model = TownModel(settings, backend, store, on_llm=on_llm, resume_state=saved["state"] if done else None,
+                          phases=phases)
     except BaseException:
         lock.release()
         raise
@@ -211,7 +187,7 @@ def resume_run(
     return run, backend
 
 
-def _resume_rows(store: RunStore, run_dir: Path, options: RunOptions) -> tuple[dict, dict, bool]:
+def _resume_rows(store: RunStore, run_dir: Path, ticks: int | None) -> tuple[dict, dict, bool]:
     """The runs row, the resume state and whether probes were asked; RunError when it cannot go on."""
     run_row = store.db["runs"].get(store.run_id)
     saved = next(iter(store.db.query("select * from resume_state where run_id = ?", [store.run_id])), None) \
@@ -223,7 +199,7 @@ def _resume_rows(store: RunStore, run_dir: Path, options: RunOptions) -> tuple[d
     probes_asked = store.db.execute("select count(*) from probes where run_id = ?", [store.run_id]).fetchone()[0] > 0
     if status not in RESUMABLE + ("finished",):
         raise RunError(f"{run_dir} has status {status!r} and cannot be resumed")
-    if options.ticks is None and (status == "finished" or (done >= planned and probes_asked)):
+    if ticks is None and (status == "finished" or (done >= planned and probes_asked)):
         if status != "finished":  # died between asking the probes and saying so
             store.update_run(status="finished", message=None, finished_at=now_iso())
         raise RunError(f"{run_dir} has finished ({done} ticks); give --ticks N to run N more")

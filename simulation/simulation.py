@@ -28,7 +28,8 @@ from simulation.errors import RunError
 from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
 from simulation.llm.types import RawCompletion
-from simulation.runner import Run, RunOptions, create_run, finish, make_backend, resume_run
+from simulation.runner import Run, create_run, finish, resume_run
+from simulation.settings import RunSettings
 from simulation.scenario import LoadedScenario, load
 
 if TYPE_CHECKING:
@@ -75,18 +76,29 @@ class Simulation:
                       phases: Sequence[Phase] | None = None,
                       on_llm: Callable[[RawCompletion], None] | None = None) -> Simulation:
         """As ``from_yaml``, from a scenario already loaded (``simulation.scenario.load``)."""
-        from simulation.cognition.phases import checked, scenario_phases
-
-        # before anything is created: a wrong phase name or order leaves no run behind
-        phases = scenario_phases(loaded.scenario.cognition.phases, loaded) if phases is None else checked(phases)
         choice = llm or BackendChoice()
         if isinstance(backend, str):
             choice = replace(choice, backend=backend)
-        options = RunOptions(out=Path(out), ticks=ticks, seed=seed, llm=choice)
-        owns = backend is None or isinstance(backend, str)
-        built: Backend = make_backend(loaded, options) if owns else backend  # type: ignore[assignment]
+        settings = RunSettings.resolve(loaded, llm=choice, seed=seed, ticks=ticks, out=out)
+        return cls.from_settings(settings, backend=None if isinstance(backend, str) else backend, phases=phases,
+                                 on_llm=on_llm)
+
+    @classmethod
+    def from_settings(cls, settings: RunSettings, *, backend: Backend | None = None,
+                      phases: Sequence[Phase] | None = None,
+                      on_llm: Callable[[RawCompletion], None] | None = None) -> Simulation:
+        """A new run from settings already resolved (``RunSettings.resolve``); ``backend``: one you
+        built (default: the one ``settings.llm`` describes, which the run then owns and closes)."""
+        from simulation.cognition.phases import checked, scenario_phases
+        from simulation.llm.factory import build_backend
+
+        # before anything is created: a wrong phase name or order leaves no run behind
+        phases = (scenario_phases(settings.loaded.scenario.cognition.phases, settings.loaded) if phases is None
+                  else checked(phases))
+        owns = backend is None
+        built: Backend = build_backend(settings.llm, settings.base_dir) if backend is None else backend
         try:
-            run = create_run(loaded, built, options, on_llm=on_llm, phases=phases)
+            run = create_run(settings, built, on_llm=on_llm, phases=phases)
         except BaseException:
             if owns:
                 built.close()
@@ -100,8 +112,11 @@ class Simulation:
         """Reopen a run directory at the end of its last committed tick. ``ticks``: how many more
         (default: up to the planned number); ``llm`` overrides the LLM settings the run was started
         with (e.g. a server's new address); ``backend`` replaces the backend altogether."""
-        options = RunOptions(ticks=ticks, llm=llm or BackendChoice())
-        run, built = resume_run(Path(run_dir), options, on_llm=on_llm, backend=backend, phases=phases)
+        if phases is not None:
+            from simulation.cognition.phases import checked
+
+            phases = checked(phases)
+        run, built = resume_run(Path(run_dir), ticks=ticks, llm=llm, on_llm=on_llm, backend=backend, phases=phases)
         return cls(run, built, owns_backend=backend is None)
 
     # ------------------------------------------------------------------ what it is

@@ -45,16 +45,16 @@ def run(
     """Run a scenario; prints the run directory (which holds run.db)."""
     from simulation import Simulation
     from simulation import scenario as sc
-    from simulation.runner import llm_settings
+    from simulation.settings import RunSettings
 
     loaded = sc.load(scenario_file)
     choice = common.backend_choice(backend, model, base_url, cache, cache_path)
-    settings = llm_settings(loaded, choice)
+    settings = RunSettings.resolve(loaded, llm=choice, seed=seed, ticks=ticks, out=out)
     show = common.show_progress(quiet)
     progress = _RunProgress(enabled=show)
     started = time.perf_counter()
-    with common.status(f"starting the {settings.backend} backend...", show):
-        sim = Simulation.from_scenario(loaded, seed=seed, out=out, ticks=ticks, llm=choice, on_llm=progress.on_llm)
+    with common.status(f"starting the {settings.llm.backend} backend...", show):
+        sim = Simulation.from_settings(settings, on_llm=progress.on_llm)
     _drive(sim, progress, started, quiet)
 
 
