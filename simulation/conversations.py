@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from simulation.agents import AgentState
 from simulation.conversation import Conversation
-from simulation.core import Aim, Happening, MemoryKind, Moment, Move, Provenance, Source, Status
+from simulation.core import Aim, EventKind, Happening, MemoryKind, Moment, Move, Provenance, Source, Status
 from simulation.memory import TownMemory
 from simulation.recorder import Recorder
 from simulation.store import TickBuffer, dumps, sim_iso
@@ -66,7 +66,7 @@ class Conversations:
             person.status = Status.TALKING
             person.conversation_id = conv.id
             person.last_talk[conv.partner(person.id)] = now
-        self.recorder.event(a, "conversation_start", f"{a.persona.name} starts talking with {b.persona.name}",
+        self.recorder.event(a, EventKind.CONVERSATION_START, f"{a.persona.name} starts talking with {b.persona.name}",
                             {"conversation_id": conv.id, "with": b.id})
         self.say(conv, a, greeting, call_id, Move(Aim.GREET))
         return conv
@@ -81,7 +81,7 @@ class Conversations:
             "turn": conv.turns - 1, "speaker_id": speaker.id, "listener_id": listener.id, "text": text,
             "llm_call_id": call_id, "aim": str(move.aim), "topic": move.topic or None,
         })
-        self.recorder.event(speaker, "utterance", f'{speaker.persona.name} to {listener.persona.name}: "{text}"',
+        self.recorder.event(speaker, EventKind.UTTERANCE, f'{speaker.persona.name} to {listener.persona.name}: "{text}"',
                             {"conversation_id": conv.id})
         for person, source in ((speaker, Source.SAID), (listener, Source.HEARD)):
             node = self.memory.add(person.id, MemoryKind.UTTERANCE,
@@ -106,7 +106,7 @@ class Conversations:
     def _invite(self, conv: Conversation, inviter: AgentState, guest: AgentState, h: Happening,
                 utterance_id: int | None) -> int | None:
         inviter.invited.setdefault(guest.id, []).append(h.fact)
-        self.recorder.event(inviter, "invitation", f"{inviter.persona.name} invites {guest.persona.name} to the "
+        self.recorder.event(inviter, EventKind.INVITATION, f"{inviter.persona.name} invites {guest.persona.name} to the "
                             f"{h.fact.replace('_', ' ')}", {"conversation_id": conv.id, "guest": guest.id,
                                                              "fact": h.fact})
         return self.buffer.add("invitations", {
@@ -132,7 +132,7 @@ class Conversations:
             if person.status == Status.TALKING:
                 person.status = person.resume_status
         first = self.people[conv.participants[0]]
-        self.recorder.event(first, "conversation_end", f"{' and '.join(names.values())} stop talking ({reason})",
+        self.recorder.event(first, EventKind.CONVERSATION_END, f"{' and '.join(names.values())} stop talking ({reason})",
                             {"conversation_id": conv.id, "turns": conv.turns})
         self.save(conv)
         del self.open[conv.id]

@@ -26,7 +26,7 @@ from simulation.checkpoint import ModelState, capture, restore
 from simulation.cognition import Phase, TickNotes, prompts, scenario_phases
 from simulation.cognition.probe import answer_probe
 from simulation.conversations import Conversations
-from simulation.core import Action, Happening, MemoryKind, Moment, PlaceEvent, Provenance, Source, Status
+from simulation.core import Action, EventKind, Happening, MemoryKind, Moment, PlaceEvent, Provenance, Source, Status
 from simulation.llm.backend import Backend
 from simulation.llm.client import ClientStats, LLMClient
 from simulation.llm.types import RawCompletion
@@ -162,7 +162,7 @@ class TownModel(mesa.Model):
             if s.awake_at(self.now):
                 s.status = Status.WAKING  # up already: plans its day on the first tick
             state = "asleep" if s.status == Status.SLEEPING else "up"
-            self.log_event(s, "start", f"{s.persona.name} starts the run at {self.town.name(s.place)}",
+            self.log_event(s, EventKind.START, f"{s.persona.name} starts the run at {self.town.name(s.place)}",
                            {"state": state})
 
     def _fact_tracker(self, embedder: Embedder) -> FactTracker | None:
@@ -251,7 +251,7 @@ class TownModel(mesa.Model):
 
     # ------------------------------------------------------------------ recording
 
-    def log_event(self, who: AgentState | None, kind: str, text: str, data: dict | None = None,
+    def log_event(self, who: AgentState | None, kind: EventKind, text: str, data: dict | None = None,
                   place: str | None = None) -> int | None:
         return self.recorder.event(who, kind, text, data, place)
 
@@ -279,7 +279,7 @@ class TownModel(mesa.Model):
         for inbox_id, agent_id, text in rows:
             agent = self.people.get(agent_id)
             if agent is not None and text:
-                event_id = self.log_event(agent.state, "whisper", text, {"inbox_id": inbox_id})
+                event_id = self.log_event(agent.state, EventKind.WHISPER, text, {"inbox_id": inbox_id})
                 node = self.memory.add(agent_id, MemoryKind.THOUGHT, text,
                                        Provenance(Source.WHISPERED, event_id=event_id))
                 agent.state.news.append(node.id)
@@ -293,13 +293,13 @@ class TownModel(mesa.Model):
             _, _, ev = self.scheduled.pop(0)
             if ev.kind == "whisper":
                 agent = self.people[ev.to]  # type: ignore[index]
-                event_id = self.log_event(agent.state, "whisper", ev.text, {"fact": ev.fact} if ev.fact else None)
+                event_id = self.log_event(agent.state, EventKind.WHISPER, ev.text, {"fact": ev.fact} if ev.fact else None)
                 node = self.memory.add(agent.agent_id, MemoryKind.THOUGHT, ev.text,
                                        Provenance(Source.WHISPERED, event_id=event_id, fact=ev.fact))
                 agent.state.news.append(node.id)
             else:
                 data = {"minutes": ev.duration_minutes, **({"fact": ev.fact} if ev.fact else {})}
-                event_id = self.log_event(None, "place_event", ev.text, data, place=ev.place)
+                event_id = self.log_event(None, EventKind.PLACE_EVENT, ev.text, data, place=ev.place)
                 self.place_events.append(PlaceEvent(
                     event_id or 0, ev.place or "", ev.text, ev.at + timedelta(minutes=ev.duration_minutes), ev.fact))
 
@@ -309,7 +309,7 @@ class TownModel(mesa.Model):
             awake = s.awake_at(self.now)
             if s.status == Status.SLEEPING and awake:
                 s.status = Status.WAKING
-                self.log_event(s, "wake", f"{s.persona.name} wakes up at {self.town.name(s.place)}")
+                self.log_event(s, EventKind.WAKE, f"{s.persona.name} wakes up at {self.town.name(s.place)}")
             elif s.status != Status.SLEEPING and not awake and not (s.action and s.action.bedtime):
                 conv = self.conversations.of(s)
                 if conv is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from simulation.core import Moment, PlanItem
+from simulation.core import EventKind, Moment, PlanItem
 from simulation.llm.types import CallRecord
 from simulation.store import TickBuffer, dumps, sim_iso
 
@@ -22,7 +22,7 @@ class Recorder:
     def _stamp(self) -> dict[str, Any]:
         return {"tick": self.moment.tick, "sim_time": sim_iso(self.moment.now)}
 
-    def event(self, who: AgentState | None, kind: str, text: str, data: dict[str, Any] | None = None,
+    def event(self, who: AgentState | None, kind: EventKind, text: str, data: dict[str, Any] | None = None,
               place: str | None = None) -> int | None:
         return self.buffer.add("events", {
             **self._stamp(), "agent_id": who.id if who else None,

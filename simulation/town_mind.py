@@ -17,7 +17,7 @@ from simulation.agents import AgentState
 from simulation.cognition.mind import CognitionSettings, TickNotes
 from simulation.conversation import Conversation
 from simulation.conversations import Conversations
-from simulation.core import Happening, Moment, Move, PlaceEvent, PlanItem, Provenance
+from simulation.core import EventKind, Happening, MemoryKind, Moment, Move, PlaceEvent, PlanItem, Provenance
 from simulation.llm.client import Answer, LLMClient, Rating
 from simulation.memory import MemoryNode, MemoryStream, TownMemory
 from simulation.recorder import Recorder
@@ -128,7 +128,7 @@ class TownMind:
     def memory(self, memory_id: int) -> MemoryNode:
         return self._memory.nodes[memory_id]
 
-    def remember(self, person_id: str, kind: str, text: str, provenance: Provenance,
+    def remember(self, person_id: str, kind: MemoryKind, text: str, provenance: Provenance,
                  importance: float | None = None, evidence: tuple[int, ...] = (), depth: int = 0) -> MemoryNode:
         return self._memory.add(person_id, kind, text, provenance, importance=importance, evidence=evidence,
                                 depth=depth)
@@ -167,7 +167,7 @@ class TownMind:
         self._conversations.end(conv, reason)
 
     # recording
-    def record(self, who: AgentState | None, kind: str, text: str, data: dict[str, Any] | None = None) -> int | None:
+    def record(self, who: AgentState | None, kind: EventKind, text: str, data: dict[str, Any] | None = None) -> int | None:
         return self._recorder.event(who, kind, text, data)
 
     def record_plan(self, who: AgentState, items: list[PlanItem], ok: bool) -> None:

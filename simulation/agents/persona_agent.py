@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from mesa.discrete_space import CellAgent
 
 from simulation.agents.state import AgentState
-from simulation.core import Action, MemoryKind, Provenance, Source, Status, doing_at
+from simulation.core import Action, EventKind, MemoryKind, Provenance, Source, Status, doing_at
 
 if TYPE_CHECKING:
     from simulation.model import TownModel
@@ -53,7 +53,7 @@ class PersonaAgent(CellAgent):
         s.action = action
         if action.place == s.place and walked > 0:  # walk back the minutes already walked
             s.route, s.leg_left = [s.place], walked
-            m.log_event(s, "move", f"{s.persona.name} turns back to {m.town.name(s.place)} "
+            m.log_event(s, EventKind.MOVE, f"{s.persona.name} turns back to {m.town.name(s.place)} "
                         f"({action.text})", {"to": action.place})
         elif action.place != s.place:
             s.route = m.town.route(s.place, action.place)[1:]
@@ -62,7 +62,7 @@ class PersonaAgent(CellAgent):
             else:  # turn back to this place first, then on
                 s.leg_left = float(m.town.leg_minutes(s.place, s.route[0])) + walked
             s.status = Status.WALKING
-            m.log_event(s, "move", f"{s.persona.name} leaves {m.town.name(s.place)} for "
+            m.log_event(s, EventKind.MOVE, f"{s.persona.name} leaves {m.town.name(s.place)} for "
                         f"{m.town.name(action.place)} ({action.text})", {"to": action.place})
         else:
             self._arrive(offset_minutes=offset_minutes)
@@ -73,7 +73,7 @@ class PersonaAgent(CellAgent):
         if s.action.bedtime:
             s.status = Status.SLEEPING
             s.action = None
-            m.log_event(s, "sleep", f"{s.persona.name} goes to sleep at {m.town.name(s.place)}")
+            m.log_event(s, EventKind.SLEEP, f"{s.persona.name} goes to sleep at {m.town.name(s.place)}")
             return
         s.status = Status.ACTING
         s.action.ends = m.now + timedelta(minutes=offset_minutes + max(1, s.action.minutes))
@@ -81,7 +81,7 @@ class PersonaAgent(CellAgent):
         data = {"minutes": s.action.minutes, "until": s.action.ends.strftime("%H:%M")}
         if s.action.call_id is not None:
             data["llm_call_id"] = s.action.call_id
-        m.log_event(s, "action", text, data)
+        m.log_event(s, EventKind.ACTION, text, data)
         m.memory.add(s.id, MemoryKind.OBSERVATION, text, Provenance(Source.DID), importance=s.action.importance)
 
     def advance(self, minutes: float) -> None:

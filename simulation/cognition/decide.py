@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from simulation.cognition.phase import Phase
 from simulation.cognition.plan import daily_plan, plan_steps, usual_day
 from simulation.cognition.react import REACT, TALK, react
-from simulation.core import Status
+from simulation.core import EventKind, Status
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -51,7 +51,7 @@ class Decide(Phase):
                 self.intents[me.id] = (focus.other, reaction.detail, reaction.call_id)
                 return  # the hour's steps can wait until after the conversation
             if reaction.decision == REACT:
-                mind.record(me, "reaction", f"{me.persona.name}: {reaction.detail}",
+                mind.record(me, EventKind.REACTION, f"{me.persona.name}: {reaction.detail}",
                             {"event_id": focus.event.id if focus.event else None, "other": focus.other})
                 me.interrupt(reaction.detail)
         if me.status == Status.IDLE and not me.has_steps(mind.now):

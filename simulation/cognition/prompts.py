@@ -33,7 +33,7 @@ SITUATION_END = "</situation>\n"
 def messages(system: str, template: str, **context: Any) -> list[dict[str, str]]:
     """The system message, then the rendered question: its ``<situation>`` block as one user
     message and what is asked about it as another. The split is for the llama.cpp backend, which
-    keeps every message but the last as a reusable prefix (``simulation.llm.prefix_cache``): the
+    keeps every message but the last as a reusable prefix (``simulation.llm.llamacpp.prefix_cache``): the
     move a speaker chooses and the line they then say share one situation, read once."""
     text = render(template, **context)
     head, sep, tail = text.partition(SITUATION_END)

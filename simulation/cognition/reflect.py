@@ -24,7 +24,7 @@ from simulation.cognition import prompts
 from simulation.cognition.phase import Phase
 from simulation.cognition.context import situation
 from simulation.cognition.schemas import Insights, Questions, insights_model, questions_model
-from simulation.core import MemoryKind, Provenance, Purpose, Source
+from simulation.core import EventKind, MemoryKind, Provenance, Purpose, Source
 from simulation.memory.stream import MemoryNode
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def _skipped(me: AgentState, mind: Mind, question: str, messages: Chat, max_toke
     and retry would not fit the context window."""
     tokens = mind.count_tokens(messages)
     window = mind.settings.context_tokens
-    mind.record(me, "reflection_skipped",
+    mind.record(me, EventKind.REFLECTION_SKIPPED,
                 f"{me.persona.name} does not reflect: the {question} prompt takes {tokens} tokens with a "
                 f"single {'memory' if question == Purpose.QUESTIONS else 'statement'}, and its answer and "
                 f"a retry {room(max_tokens)} more: over the context window of {window}",
@@ -176,7 +176,7 @@ async def reflect(me: AgentState, mind: Mind) -> list[MemoryNode]:
             made.append(mind.remember(me.id, MemoryKind.REFLECTION, text, Provenance(Source.REFLECTED),
                                       evidence=evidence, depth=depth))
     if made:
-        mind.record(me, "reflection", f"{me.persona.name} reflects: {made[0].text}",
+        mind.record(me, EventKind.REFLECTION, f"{me.persona.name} reflects: {made[0].text}",
                     {"memory_ids": [n.id for n in made]})
     return made
 

@@ -9,10 +9,10 @@ from simulation.core.moment import Moment
 from simulation.core.move import Move
 from simulation.core.perception import Focus, Perception, PlaceEvent
 from simulation.core.provenance import Provenance
-from simulation.core.vocabulary import Aim, MemoryKind, Purpose, Source, Status, probe_purpose
+from simulation.core.vocabulary import Aim, EventKind, MemoryKind, Purpose, Source, Status, probe_purpose
 
 __all__ = [
-    "Action", "Aim", "Focus", "Happening", "HourBlock", "MemoryKind", "Moment", "Move", "Perception", "PlaceEvent",
+    "Action", "Aim", "EventKind", "Focus", "Happening", "HourBlock", "MemoryKind", "Moment", "Move", "Perception", "PlaceEvent",
     "PlanItem", "Provenance", "Purpose", "Source", "Status",
     "as_doing", "doing_at", "probe_purpose",
 ]

@@ -1,4 +1,4 @@
-"""The engine's fixed vocabularies as ``StrEnum``s: agent status, memory kind and source, LLM-call purpose.
+"""The engine's fixed vocabularies as ``StrEnum``s: agent status, event kind, memory kind and source, LLM-call purpose.
 
 They are strings on purpose. Each value is written to run.db (``agent_states.status``,
 ``memories.kind``, ``llm_calls.purpose``), mixed into per-request seeds and replay-cache keys,
@@ -23,6 +23,31 @@ class Status(StrEnum):
     WALKING = "walking"
     ACTING = "acting"
     TALKING = "talking"
+
+
+class EventKind(StrEnum):
+    """What happened (``events.kind``); docs/run-db.md says what each one's ``data`` holds."""
+
+    START = "start"
+    """Where each person is when the run starts, and whether they are up."""
+    WAKE = "wake"
+    SLEEP = "sleep"
+    MOVE = "move"
+    """Leaving for a place, or turning back."""
+    ACTION = "action"
+    """Starting one of the day's actions (or a reaction's)."""
+    WHISPER = "whisper"
+    """A scheduled whisper, or one typed into the viewer."""
+    PLACE_EVENT = "place_event"
+    REACTION = "reaction"
+    """Dropping the plan for something noticed."""
+    CONVERSATION_START = "conversation_start"
+    UTTERANCE = "utterance"
+    CONVERSATION_END = "conversation_end"
+    INVITATION = "invitation"
+    REFLECTION = "reflection"
+    REFLECTION_SKIPPED = "reflection_skipped"
+    """A reflection prompt that could not fit the context window even with one memory."""
 
 
 class MemoryKind(StrEnum):

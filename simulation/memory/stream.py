@@ -10,17 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from simulation.core import MemoryKind
 from simulation.core.provenance import Provenance
-
-# node kinds
-SEED, OBSERVATION, THOUGHT, UTTERANCE, CONVERSATION, PLAN, REFLECTION, SUMMARY = (
-    "seed", "observation", "thought", "utterance", "conversation", "plan", "reflection", "summary",
-)
-KINDS = (SEED, OBSERVATION, THOUGHT, UTTERANCE, CONVERSATION, PLAN, REFLECTION, SUMMARY)
 
 UNRATED_IMPORTANCE = 3.0
 """What retrieval assumes for a node whose importance has not been rated yet."""
-NOT_COUNTED = (REFLECTION, SUMMARY)
+NOT_COUNTED = (MemoryKind.REFLECTION, MemoryKind.SUMMARY)
 """Kinds whose importance does not count towards the next reflection (its own products)."""
 
 
@@ -29,6 +24,7 @@ class MemoryNode:
     id: int
     agent_id: str
     kind: str
+    """A ``MemoryKind`` (run.db stores its value; a node read back has the plain string)."""
     text: str
     tick: int
     created: datetime
@@ -79,7 +75,7 @@ class MemoryStream:
     def add(self, node: MemoryNode) -> MemoryNode:
         """Append ``node``; a node created rated counts towards the next reflection."""
         self.nodes.append(node)
-        if node.importance is None and node.kind != UTTERANCE:
+        if node.importance is None and node.kind != MemoryKind.UTTERANCE:
             self.unrated.append(node)
         if node.importance is not None and node.kind not in NOT_COUNTED:
             self.since_reflection += node.importance
@@ -101,7 +97,7 @@ class MemoryStream:
     def recount(self) -> None:
         """The counter as the nodes say it must be (a stream rebuilt from run.db): the importance
         of the counted nodes after the newest reflection."""
-        last = max((i for i, n in enumerate(self.nodes) if n.kind == REFLECTION), default=-1)
+        last = max((i for i, n in enumerate(self.nodes) if n.kind == MemoryKind.REFLECTION), default=-1)
         self.reflected_upto = self.nodes[last].id if last >= 0 else 0
         self.since_reflection = sum(n.importance for n in self.nodes[last + 1:]
                                     if n.importance is not None and n.kind not in NOT_COUNTED)
