@@ -274,9 +274,7 @@ class TownModel(mesa.Model):
 
     def _deliver_inbox(self) -> None:
         """Whispers typed into the viewer since the last tick become thoughts now."""
-        rows = self.store.db.execute(
-            "select id, agent_id, text from inbox where delivered_tick is null order by id").fetchall()
-        for inbox_id, agent_id, text in rows:
+        for inbox_id, agent_id, text in self.store.whispers_waiting():
             agent = self.people.get(agent_id)
             if agent is not None and text:
                 event_id = self.log_event(agent.state, EventKind.WHISPER, text, {"inbox_id": inbox_id})

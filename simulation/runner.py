@@ -63,18 +63,15 @@ def create_run(
     run_id = new_run_id(sc.name)
     run_dir = settings.out / run_id
     store = RunStore.create(run_dir, run_id)
-    store.db["runs"].insert({
-        "run_id": run_id, "scenario": sc.name, "scenario_path": loaded.path, "scenario_yaml": loaded.source_text,
+    store.start({
+        "scenario": sc.name, "scenario_path": loaded.path, "scenario_yaml": loaded.source_text,
         "description": sc.description, "seed": settings.seed, "backend": backend.name, "model": backend.model_id,
         "tick_minutes": sc.clock.tick_minutes, "start_time": sc.clock.start.strftime("%Y-%m-%d %H:%M"),
         "ticks_planned": settings.ticks, "ticks_done": 0, "status": "running", "message": None,
         "started_at": now_iso(), "finished_at": None, "agora_version": __version__,
         "schema_version": SCHEMA_VERSION, "engine": engine_fingerprint(),
         "scenario_sha256": text_sha256(loaded.source_text),
-    })
-    # What resume needs: the scenario as run, with the LLM settings the command line chose.
-    store.db["resume_state"].insert({"run_id": run_id, "tick": -1, "scenario": loaded.model_dump_json(),
-                                     "state": None, "resumes": 0, "updated_at": now_iso()})
+    }, loaded.model_dump_json())  # what resume needs: the scenario as run, with the LLM settings chosen
     lock = RunLock.take(run_dir)
     model = TownModel(settings, backend, store, on_llm=on_llm, phases=phases)
     static = store.buffer()
@@ -171,9 +168,7 @@ def resume_run(
             lock.release()
             store.close()
             raise
-    store.update_run(status="running", message=None, finished_at=None, ticks_planned=settings.ticks)
-    with store.db.atomic():
-        store.db["resume_state"].update(store.run_id, {"resumes": (saved["resumes"] or 0) + 1})
+    store.resumed(status="running", message=None, finished_at=None, ticks_planned=settings.ticks)
     try:
         model = TownModel(settings, backend, store, on_llm=on_llm, resume_state=saved["state"] if done else None,
                           phases=phases)

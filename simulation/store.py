@@ -187,7 +187,7 @@ class TickBuffer:
 
     def add(self, table: str, row: dict[str, Any]) -> int | None:
         """Queue a row; tables with an integer ``id`` get the next id, which is returned."""
-        row = {"run_id": self._store.run_id, **row}
+        row = {"run_id": self._store.run_id, **_checked(table, row)}
         new_id = None
         if TABLES[table][1] == "id":
             new_id = self._store.next_id(table)
@@ -197,13 +197,23 @@ class TickBuffer:
 
     def upsert(self, table: str, row: dict[str, Any]) -> None:
         """Queue an insert-or-update keyed by ``id``; updates of one row within a tick merge (later values win)."""
-        row = {"run_id": self._store.run_id, **row}
+        row = {"run_id": self._store.run_id, **_checked(table, row)}
         self.upserts[table].setdefault(row["id"], {}).update(row)
 
     def update(self, table: str, row_id: Any, values: dict[str, Any]) -> None:
         """Queue new values for some columns of a row already written or queued (applied after the
         tick's inserts, in order; the row's other columns are kept, unlike an upsert's)."""
-        self.updates.append((table, row_id, values))
+        self.updates.append((table, row_id, _checked(table, values)))
+
+
+def _checked(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` if every column is one of ``table``'s (``TABLES``, the one layout); a column the layout
+    lacks is a bug in the part that made the row, found at once rather than as a failed commit."""
+    columns = TABLES[table][0]
+    unknown = [c for c in row if c not in columns]
+    if unknown:
+        raise RunError(f"run.db table {table!r} has no column {', '.join(map(repr, unknown))}")
+    return row
 
 
 class RunStore:
@@ -220,6 +230,26 @@ class RunStore:
         self._next: dict[str, int] = {}
 
     # ----------------------------------------------------------------- creation
+
+    def start(self, run: dict[str, Any], scenario: str) -> None:
+        """A new run's ``runs`` row and its resume state (the scenario as run, no tick yet), together."""
+        with self.db.atomic():
+            self.db["runs"].insert({"run_id": self.run_id, **_checked("runs", run)})
+            self.db["resume_state"].insert({"run_id": self.run_id, "tick": -1, "scenario": scenario, "state": None,
+                                            "resumes": 0, "updated_at": now_iso()})
+
+    def resumed(self, **run: Any) -> None:
+        """A resumed run: its ``runs`` row updated (``run``) and its resume count raised, together."""
+        with self.db.atomic():
+            self.db["runs"].update(self.run_id, _checked("runs", run))
+            self.db.execute("update resume_state set resumes = coalesce(resumes, 0) + 1 where run_id = ?",
+                            [self.run_id])
+
+    def whispers_waiting(self) -> list[tuple[int, str, str]]:
+        """(inbox id, person, text) of the whispers the viewer wrote that no tick has delivered yet
+        (the viewer's one table: it inserts, the run marks them delivered through a tick's buffer)."""
+        return [(int(r[0]), r[1], r[2]) for r in self.db.execute(
+            "select id, agent_id, text from inbox where delivered_tick is null order by id").fetchall()]
 
     @classmethod
     def create(cls, run_dir: Path, run_id: str) -> RunStore:

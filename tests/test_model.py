@@ -258,12 +258,22 @@ def test_a_tick_that_fails_to_commit_leaves_nothing_behind(make_run, scripted):
 
     def broken_states():
         original()
-        run.model.buffer.add("ticks", {"tick": 999, "no_such_column": 1})  # fails at insert, after other tables
+        run.model.buffer.add("ticks", {"tick": 0})  # tick 0 is committed: fails at insert, after other tables
 
     run.model._record_states = broken_states
     with pytest.raises(RunError, match="cannot write"):
         run.model.step()
     assert {t: db[t].count for t in before} == before, "a failed commit rolls the whole tick back"
+
+
+def test_a_row_with_a_column_run_db_lacks_is_refused_where_it_is_made(make_run, scripted):
+    """The store is run.db's one writer and its layout the one list of columns: a part that makes
+    a row with a column the layout lacks is stopped there, not at the tick's commit."""
+    from simulation.errors import RunError
+
+    run = make_run(scripted, ticks=1)
+    with pytest.raises(RunError, match="table 'ticks' has no column 'no_such_column'"):
+        run.model.buffer.add("ticks", {"tick": 999, "no_such_column": 1})
 
 
 def _two_day_scenario(flagship, **routine):
