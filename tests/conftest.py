@@ -25,7 +25,7 @@ def flagship():
 
 @pytest.fixture
 def scripted():
-    from scripted import ScriptedBackend
+    from simulation.testing import ScriptedBackend
 
     return ScriptedBackend()
 
@@ -50,6 +50,25 @@ def embedder():
     e = get_embedder()
     e.embed(["warm-up"])
     return e
+
+
+def agora(*args, backend=None, monkeypatch=None, width=200, env=None):
+    """``agora ARGS...`` run in this process (typer's ``CliRunner`` on ``simulation.cli.app``) on a
+    terminal ``width`` columns wide, without colour; the ``Result`` has ``exit_code``, ``output``,
+    ``stdout`` and ``stderr``. ``backend``: the object every backend the command builds is (set
+    with ``monkeypatch``). ``env``: more environment variables for the command."""
+    from typer.testing import CliRunner
+
+    from simulation.cli import app
+
+    if backend is not None:
+        if monkeypatch is None:
+            raise TypeError("agora(..., backend=...) needs monkeypatch= to put the backend in place")
+        from simulation.llm import factory
+
+        monkeypatch.setattr(factory, "build_backend", lambda settings, base, *more, **kw: backend)
+    return CliRunner().invoke(app, [str(a) for a in args], terminal_width=width,
+                              env={"NO_COLOR": "1", "COLUMNS": str(width), **(env or {})})
 
 
 def step_run(run, n=None):

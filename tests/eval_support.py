@@ -15,11 +15,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from scripted import AnsweringBackend
 
 from simulation.evaluation import ipip
 from simulation.llm.scoring import ScoredOptions
 from simulation.llm.types import LLMRequest
+from simulation.testing import AnsweringBackend
 
 
 def persona_name(req: LLMRequest) -> str:

@@ -152,14 +152,15 @@ RATING_SCALES = [tuple(str(i) for i in range(1, 11)), tuple(str(i) for i in rang
 def scripted_answer(body: dict[str, Any]) -> str | dict[str, Any]:
     """What ``ScriptedBackend`` would answer to this chat completion request; a rating (a request
     for log-probabilities) gets the option it would put all the probability on."""
-    from scripted import ScriptedBackend
+    from simulation.llm.types import LLMRequest
+    from simulation.testing import ScriptedBackend
 
-    from simulation.llm.types import LLMRequest, asked
-
-    if body.get("logprobs"):
-        prompt = asked(body["messages"])
-        scale = RATING_SCALES[0] if any("1 to 10" in m["content"] for m in body["messages"]) else RATING_SCALES[1]
-        picked = ScriptedBackend().rated(prompt, scale, body.get("seed", 0))
+    if body.get("logprobs"):  # an HTTP body names no purpose: the 1-10 scale is importance's
+        importance = any("1 to 10" in m["content"] for m in body["messages"])
+        scale = RATING_SCALES[0] if importance else RATING_SCALES[1]
+        rating = LLMRequest(messages=body["messages"], seed=body.get("seed", 0), options=list(scale),
+                            purpose="importance" if importance else "rating")
+        picked = ScriptedBackend().choose(rating)
         return chat_reply(picked, "length", top={picked: -0.001, "x": -7.0})
 
     fmt = body.get("response_format") or {}

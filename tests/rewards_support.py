@@ -66,8 +66,8 @@ class JudgeDouble(EvalDouble):
 
 
 def finished_scripted_run(loaded, out, ticks: int):
-    """A finished run of ``loaded`` on the scripted backend (tests/scripted.py): its directory."""
-    from scripted import ScriptedBackend
+    """A finished run of ``loaded`` on the scripted backend (simulation.testing): its directory."""
+    from simulation.testing import ScriptedBackend
 
     from simulation import Simulation
 

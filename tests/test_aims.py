@@ -189,7 +189,7 @@ def test_a_run_records_moves_and_invitations_and_the_guest_plans_to_go(make_run)
     accept; the rows, the guest's happenings and the behaviour metrics follow."""
     import json
 
-    from scripted import ScriptedBackend
+    from simulation.testing import ScriptedBackend
 
     from simulation.rundb.behaviour import behaviour
 

@@ -7,10 +7,10 @@ import json
 import math
 
 import pytest
-from scripted import ScriptedBackend
-from typer.testing import CliRunner
+from conftest import agora
 
 from simulation.benchmark.behaviour import estimate
+from simulation.testing import ScriptedBackend
 
 SEEDS = [1, 2, 3, 4, 5]
 
@@ -146,10 +146,8 @@ def test_seeds_differ_and_each_run_keeps_its_behaviour_table(report):
 
 
 def test_agora_behaviour_recomputes_a_run(report):
-    from simulation.cli import app
-
     result, *_ = report
-    out = CliRunner().invoke(app, ["behaviour", str(result.runs[0].run_dir)], terminal_width=200)
+    out = agora("behaviour", str(result.runs[0].run_dir))
     assert out.exit_code == 0, out.output
     assert "talk.encounters_per_agent_hour" in out.output and "facts.party.aware_share" in out.output
 
@@ -183,10 +181,7 @@ def test_a_benchmark_run_again_reuses_finished_runs_and_resumes_interrupted_ones
 
 @pytest.mark.parametrize("seeds", ["1,x", "1,1", "-3"])
 def test_bad_seeds_are_bad_input(seeds, tmp_path):
-    from simulation.cli import app
-
-    out = CliRunner().invoke(app, ["bench", "behaviour", "scenarios/valentines.yaml", "--seeds", seeds,
-                                   "--out", str(tmp_path)])
+    out = agora("bench", "behaviour", "scenarios/valentines.yaml", "--seeds", seeds, "--out", str(tmp_path))
     assert out.exit_code == 2 and "--seeds" in out.output and "Traceback" not in out.output
 
 
@@ -226,26 +221,22 @@ def test_compare_pairs_the_seeds_and_says_which_way_each_metric_moved(tmp_path, 
     assert "| `talk.turns_median` | 2.2 [" in text and "| higher |" in text and "Δ after − before" in text
     # the command, with a real report as the reference
     out = tmp_path / "compare.md"
-    from simulation.cli import app
-
-    res = CliRunner().invoke(app, ["bench", "compare", str(report[2]), str(after), "--label", "scripted",
-                                   "--label", "after", "--out", str(out)], terminal_width=200)
+    res = agora("bench", "compare", str(report[2]), str(after), "--label", "scripted", "--label", "after",
+                "--out", str(out))
     assert res.exit_code == 0, res.output
     assert "scripted" in out.read_text() and "talk.turns_median" in out.read_text() and "paired" in res.output
-    res = CliRunner().invoke(app, ["bench", "compare", str(before)])
+    res = agora("bench", "compare", str(before))
     assert res.exit_code == 2 and "two or more" in res.output
-    res = CliRunner().invoke(app, ["bench", "compare", str(before), str(tmp_path / "nope")])
+    res = agora("bench", "compare", str(before), str(tmp_path / "nope"))
     assert res.exit_code == 2 and "nope" in res.output and "Traceback" not in res.output
     other = _fake_report(tmp_path / "other", {"talk.turns_median": [2, 2, 2, 3, 2]}, seeds=(1, 2, 3, 4, 6))
-    res = CliRunner().invoke(app, ["bench", "compare", str(before), str(other)], terminal_width=200)
+    res = agora("bench", "compare", str(before), str(other))
     assert res.exit_code == 2 and "same seeds" in res.output and "Traceback" not in res.output
 
 
 def test_rescore_judges_an_earlier_benchmark_by_todays_rules_and_says_so(report, tmp_path):
     import shutil
     import sqlite3
-
-    from simulation.cli import app
 
     result, _, out, _ = report
     copy = tmp_path / "older"
@@ -256,8 +247,7 @@ def test_rescore_judges_an_earlier_benchmark_by_todays_rules_and_says_so(report,
         con.execute("update probes set verdict = 'stale'")
         con.commit()
         con.close()
-    res = CliRunner().invoke(app, ["bench", "rescore", str(copy), "--out", str(tmp_path / "rescored")],
-                             terminal_width=200)
+    res = agora("bench", "rescore", str(copy), "--out", str(tmp_path / "rescored"))
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "rescored" / "behaviour.json").read_text())
     assert data["engine"] == "unrecorded" and data["scored_by"] == result.engine
@@ -265,5 +255,5 @@ def test_rescore_judges_an_earlier_benchmark_by_todays_rules_and_says_so(report,
     assert data["runs"][0]["metrics"] == result.runs[0].metrics, "same rules, same numbers"
     assert "stale" not in json.dumps(data["runs"][0]["verdicts"])
     assert "**Rescored**" in (tmp_path / "rescored" / "report.md").read_text()
-    res = CliRunner().invoke(app, ["bench", "rescore", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")])
+    res = agora("bench", "rescore", str(tmp_path / "nothing"), "--out", str(tmp_path / "x"))
     assert res.exit_code == 2 and "holds no runs" in res.output

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import agora
 
 from test_scenario import BAD_CASES, NAMED_FILE
 
@@ -105,9 +105,7 @@ def runs(tmp_inputs: dict[str, Path]) -> dict[str, subprocess.CompletedProcess[s
 
 
 def _in_process(*args: str) -> subprocess.CompletedProcess[str]:
-    from simulation.cli import app
-
-    result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "200"})
+    result = agora(*args)
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
 
 
@@ -231,18 +229,11 @@ def test_run_on_bad_input_exits_2_before_starting(runs, tmp_inputs, name: str) -
     assert not (tmp_inputs["missing"].parent / "runs").exists(), "nothing is created for bad input"
 
 
-@pytest.fixture(scope="module")
-def cli_runner():
-    from simulation.cli import app
-
-    return lambda *args: CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "200"})
-
-
 @pytest.mark.parametrize("command", ["validate", "run"])
 @pytest.mark.parametrize("name", sorted(BAD_CASES))
-def test_every_corpus_file_exits_2_in_process(cli_runner, tmp_path: Path, name: str, command: str) -> None:
+def test_every_corpus_file_exits_2_in_process(tmp_path: Path, name: str, command: str) -> None:
     extra = ["--out", str(tmp_path / "runs"), "--quiet"] if command == "run" else []
-    result = cli_runner(command, str(ROOT / BAD / name), *extra)
+    result = agora(command, str(ROOT / BAD / name), *extra)
     assert result.exit_code == 2, (result.output, result.exception)
     assert isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output and "internal error" not in result.output

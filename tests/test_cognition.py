@@ -132,7 +132,7 @@ def test_steps_run_back_to_back_within_a_tick_and_lapse_with_the_hour(make_run, 
 def test_reacting_takes_up_to_half_an_hour_then_the_hour_goes_on(make_run):
     import json
 
-    from scripted import ScriptedBackend
+    from simulation.testing import ScriptedBackend
 
     backend = ScriptedBackend(react="react", react_alone="react")
     run = make_run(backend, ticks=24)
@@ -162,7 +162,7 @@ def test_reacting_takes_up_to_half_an_hour_then_the_hour_goes_on(make_run):
 def test_either_side_can_end_a_conversation(make_run, end_after, ender):
     import json
 
-    from scripted import ScriptedBackend
+    from simulation.testing import ScriptedBackend
 
     run = make_run(ScriptedBackend(end_after=end_after), ticks=24)
     for _ in range(24):

@@ -8,7 +8,6 @@ import sqlite3
 from collections import Counter
 
 import pytest
-from scripted import ScriptedBackend
 
 from simulation import scenario
 from simulation.cognition.converse import crowd_move
@@ -16,6 +15,7 @@ from simulation.cognition.importance import reached
 from simulation.core import Aim, Move, Provenance, Source
 from simulation.memory.stream import MemoryNode
 from simulation.rundb.behaviour import behaviour
+from simulation.testing import ScriptedBackend
 
 CROWD = ("daniel_okafor", "fiona_brennan", "grace_okafor", "walter_hughes")
 TICKS = 12

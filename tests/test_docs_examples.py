@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, MINIMAL
-from scripted import ScriptedBackend
+
+from simulation.testing import ScriptedBackend
 
 
 def _blocks(doc: Path, language: str) -> list[str]:

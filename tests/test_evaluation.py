@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import agora
 from eval_support import EvalDouble, is_retry
-from typer.testing import CliRunner
 
 from simulation.errors import InputError, Problem, RunError
 from simulation.evaluation import consistency, engine, ipip, models, personagym, prompts, report, targets
@@ -522,20 +522,11 @@ def test_report_files(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the command
 
 
-def _agora(args: list[str], monkeypatch: pytest.MonkeyPatch, backend: object = None):
-    from simulation.cli import app
-    from simulation.llm import factory
-
-    if backend is not None:
-        monkeypatch.setattr(factory, "build_backend", lambda settings, base: backend)
-    return CliRunner().invoke(app, args)
-
-
 def test_eval_command_with_a_test_double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "x"
     double = EvalDouble()
-    result = _agora(["eval", str(ISABELLA), str(WALTER), "--suite", "bigfive,personagym", "--items", "5",
-                     "--settings", "1", "--out", str(out)], monkeypatch, double)
+    result = agora("eval", str(ISABELLA), str(WALTER), "--suite", "bigfive,personagym", "--items", "5",
+                   "--settings", "1", "--out", str(out), monkeypatch=monkeypatch, backend=double)
     assert result.exit_code == 0, result.output
     assert result.output.strip().splitlines()[-1] == str(out)
     assert "Persona fidelity" in result.output and "Isabella" in result.output
@@ -563,7 +554,7 @@ def test_eval_command_with_a_test_double(tmp_path: Path, monkeypatch: pytest.Mon
 ])
 def test_eval_command_bad_input_exits_2(args: list[str], fragment: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    result = _agora(["eval", *args], monkeypatch, EvalDouble())
+    result = agora("eval", *args, monkeypatch=monkeypatch, backend=EvalDouble())
     assert result.exit_code == 2, result.output
     assert fragment in result.output
     assert "Traceback" not in result.output
@@ -573,14 +564,14 @@ def test_eval_command_refuses_a_used_out_before_asking_anything(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "eval.db").write_text("")
     double = EvalDouble()
-    result = _agora(["eval", str(ISABELLA), "--out", str(tmp_path)], monkeypatch, double)
+    result = agora("eval", str(ISABELLA), "--out", str(tmp_path), monkeypatch=monkeypatch, backend=double)
     assert result.exit_code == 2 and "already holds an evaluation" in result.output
     assert not double.batches
 
 
 def test_eval_of_a_broken_run_db_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "run.db").write_bytes(b"this is not sqlite at all" * 100)
-    result = _agora(["eval", str(tmp_path)], monkeypatch, EvalDouble())
+    result = agora("eval", str(tmp_path), monkeypatch=monkeypatch, backend=EvalDouble())
     assert result.exit_code == 2, result.output
     assert "run.db" in result.output
 
@@ -615,7 +606,8 @@ def test_unreadable_run_llm_settings_are_an_error_not_the_bundled_model(run_dir:
     con.close()
     t = targets.resolve([run_dir])[0]  # resolving still works (other commands read only the personas)
     assert t.llm is None and t.llm_problem.field == "resume_state.scenario"
-    result = _agora(["eval", str(run_dir), "--items", "5", "--out", str(tmp_path / "e")], monkeypatch, EvalDouble())
+    result = agora("eval", str(run_dir), "--items", "5", "--out", str(tmp_path / "e"), monkeypatch=monkeypatch,
+                   backend=EvalDouble())
     assert result.exit_code == 2, result.output
     assert "resume_state.scenario: is not valid JSON" in result.output and "--backend/--model" in result.output
     assert not (tmp_path / "e").exists()
@@ -628,14 +620,15 @@ def test_run_on_a_backend_its_settings_do_not_describe_needs_a_named_model(run_d
     t = targets.resolve([run_dir])[0]
     assert t.recorded[0] == "scripted" and t.llm.backend == "llamacpp"
     assert t.llm_problem.field == "runs.backend"
-    result = _agora(["eval", str(run_dir), "--items", "5", "--out", str(tmp_path / "e")], monkeypatch, EvalDouble())
+    result = agora("eval", str(run_dir), "--items", "5", "--out", str(tmp_path / "e"), monkeypatch=monkeypatch,
+                   backend=EvalDouble())
     assert result.exit_code == 2, result.output
     flat = " ".join(result.output.split())
     assert "runs.backend: the run ran on the 'scripted' backend" in flat and "--backend/--model" in flat
     gguf = tmp_path / "other.gguf"
     gguf.write_bytes(b"GGUF" + bytes(100))
-    result = _agora(["eval", str(run_dir), "--items", "5", "--model", str(gguf), "--out", str(tmp_path / "f")],
-                    monkeypatch, EvalDouble())
+    result = agora("eval", str(run_dir), "--items", "5", "--model", str(gguf), "--out", str(tmp_path / "f"),
+                   monkeypatch=monkeypatch, backend=EvalDouble())
     assert result.exit_code == 0, result.output
     flat = " ".join(result.output.split())
     assert (f"Agents' model: llamacpp / {gguf} (named on the command line: --model {gguf}, instead of the targets' "

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
+from conftest import agora
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from simulation.cli.validate import looks_like_persona
 from simulation.errors import InputError
@@ -254,20 +254,12 @@ def test_unmutated_seeds_are_valid(workdir: Path) -> None:
 # --------------------------------------------------------------------------- the CLI maps it to exit 2
 
 
-@pytest.fixture(scope="module")
-def validate() -> Callable[[Path], Any]:
-    from simulation.cli import app
-
-    runner = CliRunner()
-    return lambda path: runner.invoke(app, ["validate", str(path)], env={"NO_COLOR": "1", "COLUMNS": "200"})
-
-
 @fuzz(30)
 @given(seed=st.sampled_from(sorted(SEEDS)), data=st.data())
-def test_cli_maps_mutants_to_exit_2(workdir: Path, validate, seed: str, data: st.DataObject) -> None:
+def test_cli_maps_mutants_to_exit_2(workdir: Path, seed: str, data: st.DataObject) -> None:
     kind, text = mutant(seed, _hypothesis_pick(data))
     path = _write(workdir / "cli", "input.yaml", text)
-    result = validate(path)
+    result = agora("validate", path)
     assert "Traceback" not in result.output and "internal error" not in result.output, result.output
     persona = looks_like_persona(path)  # `agora validate` checks persona files as personas
     exc = check(path, load_persona if persona else load)

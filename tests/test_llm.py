@@ -350,6 +350,7 @@ def test_unloadable_model_file_is_a_clear_run_error(tmp_path):
         LlamaCppBackend(tmp_path / "missing.gguf")
 
 
+@pytest.mark.heavy
 def test_two_backends_on_one_model_file_share_one_loaded_model_and_answer_alike():
     from simulation.llm.llamacpp import LlamaCppBackend
 

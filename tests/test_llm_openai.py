@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from conftest import FLAGSHIP, MINIMAL, ROOT
+from conftest import FLAGSHIP, MINIMAL, ROOT, agora
 from llm_servers import FaultServer, free_port, llama_server
 from pydantic import BaseModel, Field
 
@@ -261,9 +261,6 @@ def test_agora_run_against_the_llama_cpp_server_then_replay_and_verify_with_the_
     naming the server, its committed ticks kept. The commands run in this process (an `agora`
     process spends ten seconds importing the embedder; test_run_e2e runs the command as a process).
     (The flagship's eight waking plans took 200 s here on an idle machine, over 900 s on a busy one.)"""
-    from typer.testing import CliRunner
-
-    from simulation.cli.entry import app
     from simulation.llm.llamacpp import bundled_model_path
     from simulation.rundb.diff import first_difference
 
@@ -274,11 +271,8 @@ def test_agora_run_against_the_llama_cpp_server_then_replay_and_verify_with_the_
                 "--ticks", str(ticks), "--seed", "11", "--cache", "use", "--cache-path", str(cache_file),
                 "--out", str(tmp_path / out)]
 
-    def here(*argv: str):
-        return CliRunner().invoke(app, list(argv), terminal_width=240)
-
     with llama_server(bundled_model_path()) as url:
-        res = here(*args(url, 1, "served"))
+        res = agora(*args(url, 1, "served"), width=240)
     assert res.exit_code == 0, res.output
     assert "Probe answers" in res.stdout  # the summary a user reads
     served = Path(res.stdout.strip().splitlines()[-1])
@@ -289,18 +283,18 @@ def test_agora_run_against_the_llama_cpp_server_then_replay_and_verify_with_the_
     assert db.execute("select sum(cache_hit) from llm_calls").fetchone()[0] == 0
 
     # The server is gone: the same command replays every answer and asks no server anything.
-    res = here(*args(url, 1, "replayed"), "--quiet")
+    res = agora(*args(url, 1, "replayed"), "--quiet", width=240)
     assert res.exit_code == 0, res.output
     replayed = Path(res.stdout.strip().splitlines()[-1])
     assert first_difference(replayed / "run.db", served / "run.db") is None
     again = sqlite_utils.Database(replayed / "run.db")
     assert again.execute("select count(*) = sum(cache_hit) from llm_calls").fetchone()[0] == 1
 
-    res = here("verify", str(served), "--cache-path", str(cache_file))
+    res = agora("verify", str(served), "--cache-path", str(cache_file), width=240)
     assert res.exit_code == 0 and "every row is the same" in res.stdout, res.output
 
     # One tick more than the cache holds: a clear error naming the server, tick 0 kept.
-    res = here(*args(url, 2, "more"), "--quiet")
+    res = agora(*args(url, 2, "more"), "--quiet", width=240)
     assert res.exit_code == 1 and url in res.output and "cannot start" in res.output, res.output
     assert "Traceback" not in res.output
     (more,) = (tmp_path / "more").iterdir()

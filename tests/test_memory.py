@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 from conftest import step_run
-from scripted import ScriptedBackend
 
 from simulation.memory import TownMemory
+from simulation.testing import ScriptedBackend
 
 
 def test_embeddings_are_unit_vectors_cached_by_text(embedder):

@@ -6,9 +6,9 @@ import json
 import sqlite3
 
 import pytest
-from scripted import ScriptedBackend
 
 from simulation.core import Status
+from simulation.testing import ScriptedBackend
 
 
 def run_ticks(run, n=None):

@@ -27,6 +27,8 @@ from pathlib import Path
 import pytest
 from rundb_support import make_traced_run_db
 
+pytestmark = pytest.mark.heavy  # builds a wheel, installs it into a fresh environment, starts the viewer
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("simulation", "ui")
 IGNORED = shutil.ignore_patterns(".git", ".venv*", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "runs",

@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import MINIMAL
-from typer.testing import CliRunner
+from conftest import MINIMAL, agora
 
 from simulation.cognition import Phase, TickNotes
 from simulation.cognition.mind import ContractError
@@ -29,17 +28,14 @@ def test_the_default_list_is_in_an_order_that_works():
 
 
 def test_decide_before_perceive_is_bad_input_naming_the_phase_and_what_it_lacks(tmp_path):
-    from simulation.cli import app
-
     path = _scenario(tmp_path, "[decide, perceive, converse]")
-    res = CliRunner().invoke(app, ["validate", str(path)], terminal_width=200)
+    res = agora("validate", str(path))
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "phases:" in text)
     assert f"phases.yaml:{line}:" in res.output and "cognition.phases[0]" in res.output
     assert "'decide' reads notes.deciding" in res.output and "put 'perceive' before 'decide'" in res.output
-    run = CliRunner().invoke(app, ["run", str(path), "--ticks", "1", "--out", str(tmp_path / "runs"), "--backend",
-                                   "control"], terminal_width=200)
+    run = agora("run", str(path), "--ticks", "1", "--out", str(tmp_path / "runs"), "--backend", "control")
     assert run.exit_code == 2 and "cognition.phases[0]" in run.output and "Traceback" not in run.output
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "no run left behind"
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import agora
 from scipy import stats
-from typer.testing import CliRunner
 
 from simulation import population as pop
 from simulation.errors import InputError
@@ -242,18 +242,9 @@ def test_a_sampled_town_runs(make_run, scripted) -> None:
 # --------------------------------------------------------------------------- the command
 
 
-def _cli(args: list[str], monkeypatch: pytest.MonkeyPatch | None = None, backend: object = None):
-    from simulation.cli import app
-    from simulation.llm import factory
-
-    if backend is not None and monkeypatch is not None:
-        monkeypatch.setattr(factory, "build_backend", lambda settings, base: backend)
-    return CliRunner().invoke(app, args)
-
-
 def test_sample_command_writes_valid_files(tmp_path: Path) -> None:
     out = tmp_path / "town"
-    result = _cli(["personas", "sample", "--spec", str(VILLE), "--n", "7", "--seed", "2", "--out", str(out), "--quiet"])
+    result = agora("personas", "sample", "--spec", str(VILLE), "--n", "7", "--seed", "2", "--out", str(out), "--quiet")
     assert result.exit_code == 0, result.output
     assert result.output.strip().endswith(str(out))
     files = sorted(out.glob("*.yaml"))
@@ -269,8 +260,8 @@ def test_sample_command_writes_valid_files(tmp_path: Path) -> None:
 
 def test_sample_command_refuses_to_overwrite(tmp_path: Path) -> None:
     args = ["personas", "sample", "--spec", str(VILLE), "--n", "3", "--out", str(tmp_path), "--quiet"]
-    assert _cli(args).exit_code == 0
-    again = _cli(args)
+    assert agora(*args).exit_code == 0
+    again = agora(*args)
     assert again.exit_code == 2
     assert "already exists" in again.output
 
@@ -283,7 +274,7 @@ def test_sample_command_refuses_to_overwrite(tmp_path: Path) -> None:
 def test_sample_command_bad_input_exits_2(tmp_path: Path, args: list[str], fragment: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    result = _cli(["personas", "sample", *args, "--out", str(tmp_path / "o")])
+    result = agora("personas", "sample", *args, "--out", str(tmp_path / "o"))
     assert result.exit_code == 2, result.output
     assert fragment in result.output
     assert "Traceback" not in result.output
@@ -295,8 +286,8 @@ def test_sample_command_backstories_from_the_llm(tmp_path: Path, monkeypatch: py
 
     double = EvalDouble()
     out = tmp_path / "b"
-    result = _cli(["personas", "sample", "--spec", str(VILLE), "--n", "4", "--seed", "1", "--out", str(out),
-                   "--backstories", "--quiet"], monkeypatch, double)
+    result = agora("personas", "sample", "--spec", str(VILLE), "--n", "4", "--seed", "1", "--out", str(out),
+                   "--backstories", "--quiet", monkeypatch=monkeypatch, backend=double)
     assert result.exit_code == 0, result.output
     for f in out.glob("*.yaml"):
         p = load_persona(f)

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from scripted import ScriptedBackend, _enum
 
 from simulation.llm.types import LLMRequest
+from simulation.testing.scripted import ScriptedBackend, enum_values
 
 TELLING = Path(__file__).parent / "data" / "good" / "telling.yaml"
 
@@ -35,7 +35,7 @@ class Telling(ScriptedBackend):
     def answer(self, req: LLMRequest) -> str:
         who = req.agent_id or ""
         if req.purpose == "plan":
-            hours = _enum(req.json_schema, "hour")
+            hours = enum_values(req.json_schema, "hour")
             return json.dumps({"plan": [{"hour": hours[0], "choice": 1}]})  # the usual day (their habits)
         if req.purpose == "react":
             talk = who != "bob" and "talk" in req.json_schema["properties"]["decision"]["enum"] \

@@ -12,7 +12,6 @@ from datetime import datetime
 import pytest
 from conftest import FLAGSHIP, MINIMAL, step_run, with_settings
 from fake_mind import Asked, FakeMind
-from scripted import ScriptedBackend
 
 from simulation import batching
 from simulation.agents import AgentState
@@ -23,6 +22,7 @@ from simulation.cognition.reflect import (
 )
 from simulation.core import MemoryKind, Provenance, Purpose, Source
 from simulation.llm.backend import estimate_tokens
+from simulation.testing import ScriptedBackend
 
 
 @pytest.fixture(scope="module")

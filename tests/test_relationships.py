@@ -6,10 +6,10 @@ import json
 
 import pytest
 from conftest import step_run
-from scripted import ScriptedBackend
 
 from simulation.llm.types import asked
 from simulation.relationships import SocialGraph, density_by_tick
+from simulation.testing import ScriptedBackend
 
 
 def test_graph_counts_conversations_and_keeps_each_sides_view():

@@ -12,18 +12,16 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import SMALL
-from scripted import ScriptedBackend
-from typer.testing import CliRunner
+from conftest import SMALL, agora
 
 from simulation import Simulation
-from simulation.cli.entry import app
 from simulation.errors import RunError
 from simulation.llm.cache import CachedBackend, ReplayCache
 from simulation.llm.factory import build_backend
 from simulation.llm.lazy import LazyBackend
 from simulation.llm.settings import LlamaCppSettings, OpenAISettings
 from simulation.rundb.diff import first_difference
+from simulation.testing import ScriptedBackend
 from simulation.verify import verify
 
 VLLM_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -45,10 +43,6 @@ def made_run(flagship, out: Path, cache_file: Path, backend=None, ticks: int = 4
         run_dir = sim.run_dir
     cache.close()
     return run_dir
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(app, list(args), terminal_width=240)
 
 
 # ------------------------------------------------------------------ the backend starts on a miss
@@ -131,7 +125,7 @@ def test_a_vllm_run_replays_on_a_machine_without_vllm(flagship, tmp_path):
     original = made_run(flagship, tmp_path / "gpu", cache_file, backend=ScriptedVLLM())
     args = ["run", str(SMALL), "--backend", "vllm", "--model", VLLM_MODEL, "--cache-path", str(cache_file),
             "--seed", "5", "--quiet"]
-    res = invoke(*args, "--ticks", "4", "--out", str(tmp_path / "laptop"))
+    res = agora(*args, "--ticks", "4", "--out", str(tmp_path / "laptop"), width=240)
     assert res.exit_code == 0, res.output
     replay = Path(res.stdout.strip().splitlines()[-1])
     assert first_difference(replay / "run.db", original / "run.db") is None
@@ -142,7 +136,7 @@ def test_a_vllm_run_replays_on_a_machine_without_vllm(flagship, tmp_path):
 
     # Ticks the cache never saw: the first miss needs vLLM, which is not here. A clear error, and
     # every tick the cache could answer is kept (the four, and a quiet fifth that asked nothing).
-    res = invoke(*args, "--ticks", "8", "--out", str(tmp_path / "more"))
+    res = agora(*args, "--ticks", "8", "--out", str(tmp_path / "more"), width=240)
     assert res.exit_code == 1 and "cannot start" in res.output and "needs vLLM" in res.output
     assert "Traceback" not in res.output and "continue with: agora resume" in res.output
     (more,) = (tmp_path / "more").iterdir()
@@ -158,7 +152,7 @@ def test_a_vllm_run_replays_on_a_machine_without_vllm(flagship, tmp_path):
 def test_verify_remakes_a_run_row_for_row_and_finds_a_tampered_row(flagship, tmp_path):
     cache_file = tmp_path / "llm.sqlite"
     run_dir = made_run(flagship, tmp_path / "runs", cache_file)
-    res = invoke("verify", str(run_dir), "--cache-path", str(cache_file))
+    res = agora("verify", str(run_dir), "--cache-path", str(cache_file), width=240)
     assert res.exit_code == 0, res.output
     assert "every row is the same" in res.stdout
 
@@ -166,7 +160,7 @@ def test_verify_remakes_a_run_row_for_row_and_finds_a_tampered_row(flagship, tmp
     (uid, text) = db.execute("select id, text from utterances order by id limit 1").fetchone()
     db.execute("update utterances set text = ? where id = ?", (text + " (edited)", uid))
     db.commit()
-    res = invoke("verify", str(run_dir), "--cache-path", str(cache_file))
+    res = agora("verify", str(run_dir), "--cache-path", str(cache_file), width=240)
     assert res.exit_code == 1
     assert "DIFFERENT" in res.stdout and "table utterances" in res.stdout and "column text" in res.stdout
     assert "(edited)" in res.stdout
@@ -208,7 +202,7 @@ def test_verify_names_the_request_the_cache_cannot_answer(flagship, tmp_path):
 
 def test_verify_without_the_cache_file_is_bad_input(flagship, tmp_path):
     run_dir = made_run(flagship, tmp_path / "runs", tmp_path / "llm.sqlite", ticks=1)
-    res = invoke("verify", str(run_dir), "--cache-path", str(tmp_path / "nowhere.sqlite"))
+    res = agora("verify", str(run_dir), "--cache-path", str(tmp_path / "nowhere.sqlite"), width=240)
     assert res.exit_code == 2 and "replay-cache file not found" in res.output
-    res = invoke("verify", str(tmp_path / "no-such-run"))
+    res = agora("verify", str(tmp_path / "no-such-run"), width=240)
     assert res.exit_code == 2 and "no run.db here" in res.output

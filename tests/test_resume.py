@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from conftest import step_run
-from scripted import ScriptedBackend
 
 from simulation.errors import InputError, RunError
 from simulation.rundb.diff import first_difference
 from simulation import Simulation
+from simulation.testing import ScriptedBackend
 
 TICKS = 30
 

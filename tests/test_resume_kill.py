@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import agora
 from llm_servers import FaultServer, scripted_answer
 from test_resume import assert_same_run
 
@@ -68,7 +69,7 @@ def run_here(scenario: Path, out: Path, url: str, cache: Path) -> Path:
     return sim.run_dir
 
 
-def agora(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def agora_popen(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "simulation.cli", *args], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONPATH": str(HOOKS), **(env or {})})
@@ -106,23 +107,20 @@ def finish_here(*args: str) -> str:
     """``agora resume ...`` to the end, in this process: what these tests stop is a process (killed,
     signalled, left without its server); the resume that finishes the run is the same command
     either way, and a new process would spend ten seconds importing the embedder."""
-    from typer.testing import CliRunner
-
-    from simulation.cli.entry import app
-
-    result = CliRunner().invoke(app, ["resume", *args])
+    result = agora("resume", *args)
     assert result.exit_code == 0, result.output[-3000:]
     assert "Traceback" not in result.output
     return result.stdout
 
 
+@pytest.mark.heavy
 def test_sigkill_at_random_ticks_and_mid_transaction_then_resume_matches_an_uninterrupted_run(
         tmp_path, scenario_file, reference):
     rng = random.Random(20261122)
     kills: list[str] = []
     with FaultServer(answer=scripted_answer) as server:
         out = tmp_path / "killed"
-        proc = agora("run", str(scenario_file), "--ticks", str(TICKS), "--out", str(out), "--quiet",
+        proc = agora_popen("run", str(scenario_file), "--ticks", str(TICKS), "--out", str(out), "--quiet",
                      *llm_args(server.url, tmp_path / "cache-killed.sqlite"))
         run_dir: Path | None = None
 
@@ -144,14 +142,14 @@ def test_sigkill_at_random_ticks_and_mid_transaction_then_resume_matches_an_unin
         # 2. inside the commit transaction of a later tick
         middle = ticks_done(run_dir) + rng.randint(1, 3)
         marker = tmp_path / "in-commit"
-        proc = agora("resume", str(run_dir), "--quiet", *llm_args(server.url, tmp_path / "cache-killed.sqlite"),
+        proc = agora_popen("resume", str(run_dir), "--quiet", *llm_args(server.url, tmp_path / "cache-killed.sqlite"),
                      env={"AGORA_TEST_PAUSE_IN_COMMIT": f"{middle}:{marker}"})
         kill_when(proc, marker.exists, f"the commit of tick {middle}")
         assert ticks_done(run_dir) == middle, "a tick killed mid-transaction must leave no trace"
         kills.append(f"SIGKILL inside the transaction of tick {middle} (run.db kept {middle} ticks)")
 
         # 3. once more at a random point in time, then to the end
-        proc = agora("resume", str(run_dir), "--quiet", *llm_args(server.url, tmp_path / "cache-killed.sqlite"))
+        proc = agora_popen("resume", str(run_dir), "--quiet", *llm_args(server.url, tmp_path / "cache-killed.sqlite"))
         third = rng.randint(middle + 2, TICKS - 2)
         kill_when(proc, reached(third), f"tick {third}")
         time.sleep(rng.random() * 0.5)
@@ -164,11 +162,12 @@ def test_sigkill_at_random_ticks_and_mid_transaction_then_resume_matches_an_unin
     assert con.execute("select resumes from resume_state").fetchone() == (3,)
 
 
+@pytest.mark.heavy
 def test_server_gone_stops_at_a_tick_boundary_and_resumes_on_another_server(tmp_path, scenario_file, reference):
     out = tmp_path / "runs"
     cache = tmp_path / "cache.sqlite"
     with FaultServer(answer=scripted_answer) as first:
-        proc = agora("run", str(scenario_file), "--ticks", str(TICKS), "--out", str(out), "--quiet",
+        proc = agora_popen("run", str(scenario_file), "--ticks", str(TICKS), "--out", str(out), "--quiet",
                      *llm_args(first.url, cache))
         deadline = time.monotonic() + 300
         while not (found := list(out.glob("*/run.db"))) or ticks_done(found[0].parent) < 3:
@@ -190,11 +189,12 @@ def test_server_gone_stops_at_a_tick_boundary_and_resumes_on_another_server(tmp_
     assert_same_run(reference, run_dir)
 
 
+@pytest.mark.heavy
 def test_sigterm_stops_like_ctrl_c_and_says_how_to_resume(tmp_path, scenario_file, reference):
     """SIGTERM (a scheduler, `docker stop`) is a graceful stop like Ctrl-C (test_run_e2e sends SIGINT)."""
     with FaultServer(answer=scripted_answer) as server:
         out = tmp_path / "runs"
-        proc = agora("run", str(scenario_file), "--ticks", str(TICKS), "--out", str(out), "--quiet",
+        proc = agora_popen("run", str(scenario_file), "--ticks", str(TICKS), "--out", str(out), "--quiet",
                      *llm_args(server.url, tmp_path / "cache.sqlite"))
         deadline = time.monotonic() + 300
         while not (found := list(out.glob("*/run.db"))) or ticks_done(found[0].parent) < 2:
@@ -225,6 +225,7 @@ def test_resume_bad_input_exits_2(args, code, fragment):
     assert proc.returncode == code and fragment in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.heavy
 def test_transient_server_faults_change_nothing(tmp_path, scenario_file, reference):
     """500s, 429s and dropped connections sprinkled over the run's requests: the openai backend's
     retries absorb them and the run is row for row the uninterrupted one (in this process: what

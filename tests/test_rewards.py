@@ -2,7 +2,7 @@
 the TRL exports (loaded with `datasets` and put through the trainers' own dataset preparation),
 and `agora rewards`.
 
-Runs are real runs of the flagship on the scripted backend (tests/scripted.py); the judge is
+Runs are real runs of the flagship on the scripted backend (simulation.testing); the judge is
 ``rewards_support.JudgeDouble``, whose scores the tests choose. One test (marked slow) judges a
 few turns with the real bundled model.
 """
@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 import sqlite_utils
-import typer
+from conftest import agora
 from rewards_support import JudgeDouble, finished_scripted_run, is_retry, judged_text
-from typer.testing import CliRunner
 
 from simulation.errors import InputError
 from simulation.evaluation import targets
@@ -175,7 +174,7 @@ def test_actions_link_to_the_answer_that_queued_them_in_either_layout() -> None:
 
 
 def test_reactions_are_judged_with_what_the_agent_noticed(tmp_path: Path, flagship: Any) -> None:
-    from scripted import ScriptedBackend
+    from simulation.testing import ScriptedBackend
 
     from simulation import Simulation
 
@@ -502,35 +501,20 @@ def test_export_refuses_a_used_folder_and_a_run_without_rewards(run_dir: Path, t
 # --------------------------------------------------------------------------- the command
 
 
-def _app() -> typer.Typer:
-    """`agora`, which registers `rewards` among its commands."""
-    from simulation.cli import app
-
-    return app
-
-
-def _agora(args: list[str], monkeypatch: pytest.MonkeyPatch, backend: object = None) -> Any:
-    from simulation.llm import factory
-
-    if backend is not None:
-        monkeypatch.setattr(factory, "build_backend", lambda settings, base: backend)
-    return CliRunner().invoke(_app(), args)
-
-
 def test_rewards_command_judges_stores_and_exports(run_dir: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     double = JudgeDouble()
     out = tmp_path / "trl"
-    result = _agora(["rewards", str(run_dir), "--peer-critique", "--export", str(out), "--format", "trl"],
-                    monkeypatch, double)
+    result = agora("rewards", str(run_dir), "--peer-critique", "--export", str(out), "--format", "trl",
+                   monkeypatch=monkeypatch, backend=double)
     assert result.exit_code == 0, result.output
     assert result.output.strip().splitlines()[-1] == str(out)
     assert "Rewards · judge judgedouble-v1" in result.output and "Isabella" in result.output
     assert "Peer critique:" in result.output and "per game hour" in result.output
     assert double.closed and (out / "manifest.json").is_file()
     assert _db_rows(run_dir, "select count(*) n from rewards")[0]["n"] > 0
-    again = _agora(["rewards", str(run_dir), "--export", str(tmp_path / "again"), "--export-only", "--quiet"],
-                   monkeypatch, JudgeDouble())
+    again = agora("rewards", str(run_dir), "--export", str(tmp_path / "again"), "--export-only", "--quiet",
+                  monkeypatch=monkeypatch, backend=JudgeDouble())
     assert again.exit_code == 0, again.output
     assert (tmp_path / "again" / "town" / "grpo.jsonl").read_text() == (out / "town" / "grpo.jsonl").read_text()
 
@@ -546,15 +530,16 @@ def test_rewards_command_bad_input_exits_2(args: list[str], fragment: str, run_d
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     double = JudgeDouble()
-    result = _agora(["rewards", *[str(run_dir) if a == "RUN" else a for a in args]], monkeypatch, double)
+    result = agora("rewards", *[str(run_dir) if a == "RUN" else a for a in args], monkeypatch=monkeypatch,
+                   backend=double)
     assert result.exit_code == 2, result.output
     assert fragment in result.output and "Traceback" not in result.output
     assert not double.batches
 
 
 def test_rewards_command_with_an_unreachable_judge_exits_1(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    result = _agora(["rewards", str(run_dir), "--judge-backend", "openai", "--judge-base-url",
-                     "http://127.0.0.1:9/v1", "--cache", "off"], monkeypatch)
+    result = agora("rewards", str(run_dir), "--judge-backend", "openai", "--judge-base-url", "http://127.0.0.1:9/v1",
+                   "--cache", "off", monkeypatch=monkeypatch)
     assert result.exit_code == 1, result.output
     assert "cannot reach" in result.output and "Traceback" not in result.output
     assert _db_rows(run_dir, "select name from sqlite_master where name = 'rewards'") == []

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from conftest import FLAGSHIP, MINIMAL, ROOT, SMALL
+from conftest import FLAGSHIP, MINIMAL, ROOT, SMALL, agora
 
 AGORA = [sys.executable, "-m", "simulation.cli"]
 
 
-def agora(*args: str, cwd: Path = ROOT, timeout: int = 1800, cache_dir: Path | None = None) -> subprocess.CompletedProcess:
+def agora_process(*args: str, cwd: Path = ROOT, timeout: int = 1800,
+                  cache_dir: Path | None = None) -> subprocess.CompletedProcess:
+    """``agora ARGS...`` as a process of its own (``agora`` from conftest runs it in this one)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("AGORA_DEBUG", None)
     args = (*args, "--cache", "off") if cache_dir is None and args[:1] == ("run",) else args
@@ -37,7 +39,7 @@ on an idle 2-core machine for four ticks that asked the model nothing after tick
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory, cache_dir):
     out = tmp_path_factory.mktemp("runs")
-    proc = agora("run", str(MINIMAL), "--ticks", str(REAL_TICKS), "--out", str(out), cache_dir=cache_dir)
+    proc = agora_process("run", str(MINIMAL), "--ticks", str(REAL_TICKS), "--out", str(out), cache_dir=cache_dir)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
     return proc, run_dir, sqlite_utils.Database(run_dir / "run.db")
@@ -52,14 +54,9 @@ def test_rerun_with_the_replay_cache_makes_no_backend_call_and_replays_exactly(r
                                                                             monkeypatch):
     """The same command again, in this process (a second `agora` process would spend ten seconds
     importing the embedder to replay what the cache holds)."""
-    from typer.testing import CliRunner
-
-    from simulation.cli.entry import app
-
     _, _, first = real_run
     monkeypatch.setenv("AGORA_CACHE_DIR", str(cache_dir))
-    proc = CliRunner().invoke(app, ["run", str(MINIMAL), "--ticks", str(REAL_TICKS), "--out", str(tmp_path)],
-                              terminal_width=200)
+    proc = agora("run", str(MINIMAL), "--ticks", str(REAL_TICKS), "--out", str(tmp_path))
     assert proc.exit_code == 0, proc.output
     again = sqlite_utils.Database(Path(proc.stdout.strip().splitlines()[-1]) / "run.db")
     calls = again["llm_calls"].count
@@ -114,14 +111,14 @@ def test_real_run_summary_is_honest_about_conversations(real_run):
 
 
 def test_missing_scenario_exits_2(tmp_path):
-    proc = agora("run", str(tmp_path / "nope.yaml"))
+    proc = agora_process("run", str(tmp_path / "nope.yaml"))
     assert proc.returncode == 2
     assert "nope.yaml" in proc.stderr and "not found" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
 
 
 def test_missing_model_file_exits_2(tmp_path):
-    proc = agora("run", str(FLAGSHIP), "--model", str(tmp_path / "none.gguf"), "--out", str(tmp_path))
+    proc = agora_process("run", str(FLAGSHIP), "--model", str(tmp_path / "none.gguf"), "--out", str(tmp_path))
     assert proc.returncode == 2
     assert "none.gguf" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -129,13 +126,13 @@ def test_missing_model_file_exits_2(tmp_path):
 def test_model_that_is_not_a_model_exits_1_without_traceback(tmp_path):
     fake = tmp_path / "fake.gguf"
     fake.write_text("not a model")
-    proc = agora("run", str(FLAGSHIP), "--model", str(fake), "--out", str(tmp_path / "runs"), "--ticks", "1")
+    proc = agora_process("run", str(FLAGSHIP), "--model", str(fake), "--out", str(tmp_path / "runs"), "--ticks", "1")
     assert proc.returncode == 1
     assert "cannot load model" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_bad_tick_count_exits_2(tmp_path):
-    proc = agora("run", str(FLAGSHIP), "--ticks", "0", "--out", str(tmp_path))
+    proc = agora_process("run", str(FLAGSHIP), "--ticks", "0", "--out", str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
@@ -165,6 +162,7 @@ def test_same_seed_same_run_on_the_real_model(real_run, tmp_path):
     assert answers(second) == answers(first)
 
 
+@pytest.mark.heavy
 def test_ctrl_c_stops_between_ticks_and_keeps_what_was_committed(tmp_path):
     """The small flagship against the scripted answers served over HTTP (the openai backend): what
     is tested is the stop, and the real model's first tick alone would take 30 s (real_run above

@@ -19,12 +19,11 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import step_run, with_settings
-from scripted import ScriptedBackend
-from typer.testing import CliRunner
+from conftest import agora, step_run, with_settings
 
 from simulation.cognition import prompts
 from simulation.scenario import LoadedScenario, load, load_persona
+from simulation.testing import ScriptedBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted([*(ROOT / "simulation").rglob("*.py"), *(ROOT / "ui").rglob("*.py")])
@@ -128,10 +127,9 @@ def test_sql_lint_catches_spliced_values() -> None:
 
 
 def test_viewer_binds_to_loopback_by_default() -> None:
-    from simulation.cli import app
     from simulation.cli.ui import APP, streamlit_command
 
-    result = CliRunner().invoke(app, ["ui", "--help"], env={"NO_COLOR": "1", "COLUMNS": "200"})
+    result = agora("ui", "--help")
     assert result.exit_code == 0, result.output
     host_line = next(line for line in result.output.splitlines() if "--host" in line)
     assert "default: 127.0.0.1" in " ".join(result.output.split()), result.output

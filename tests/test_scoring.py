@@ -8,12 +8,12 @@ import json
 import math
 
 import pytest
-from scripted import AnsweringBackend
 
 from simulation import batching
 from simulation.llm.client import LLMClient
 from simulation.llm.scoring import ScoredOptions, expected, from_top_logprobs
 from simulation.llm.types import LLMRequest
+from simulation.testing import AnsweringBackend
 
 SCALE = tuple(str(i) for i in range(1, 11))
 VALUES = [float(i) for i in range(1, 11)]

@@ -7,11 +7,11 @@ from datetime import datetime
 
 import pytest
 from conftest import MINIMAL
-from scripted import ScriptedBackend
 
 from simulation import Simulation
 from simulation.cognition import default_phases
 from simulation.errors import RunError
+from simulation.testing import ScriptedBackend
 
 
 def status(sim: Simulation) -> tuple[str, int, str | None]:

@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import agora
 from rewards_support import JudgeDouble, finished_scripted_run
-from typer.testing import CliRunner
 
-from simulation.cli import app
 from simulation.errors import InputError
 from simulation.evaluation import targets
 from simulation.rewards import engine, rubric, store
@@ -68,6 +67,7 @@ def test_the_gguf_writer_puts_q_and_k_back_in_llama_cpps_order():
     assert hf_name("token_embd.weight") == "model.embed_tokens.weight"
 
 
+@pytest.mark.heavy
 def test_the_base_written_back_answers_as_the_bundled_model_does(base_hf: Path, tmp_path: Path):
     """Dequantised and written back as Q8_0, unchanged weights give the same greedy answer: the
     layout, the permutation and the tokenizer's metadata all survived the round trip."""
@@ -91,10 +91,7 @@ def test_the_base_written_back_answers_as_the_bundled_model_does(base_hf: Path, 
     assert "Paris" in answers[0] and answers[1] == answers[0]
 
 
-def _train(args: list[str]) -> Any:
-    return CliRunner().invoke(app, ["train", *args, "--quiet"])
-
-
+@pytest.mark.heavy
 def test_sft_for_a_few_steps_gives_a_gguf_the_llamacpp_backend_runs(rewarded_run: Path, base_cache: Path,
                                                                     tmp_path: Path):
     from pydantic import BaseModel
@@ -103,8 +100,8 @@ def test_sft_for_a_few_steps_gives_a_gguf_the_llamacpp_backend_runs(rewarded_run
     from simulation.llm.types import LLMRequest
 
     out = tmp_path / "sft"
-    got = _train([str(rewarded_run), "--out", str(out), "--format", "sft", "--steps", "2",
-                  "--grad-accumulation", "1", "--cache", str(base_cache)])
+    got = agora("train", str(rewarded_run), "--out", str(out), "--format", "sft", "--steps", "2",
+                "--grad-accumulation", "1", "--cache", str(base_cache), "--quiet")
     assert got.exit_code == 0, got.output
     assert got.output.strip().endswith(str(out))
     manifest = json.loads((out / "train.json").read_text())
@@ -127,6 +124,7 @@ def test_sft_for_a_few_steps_gives_a_gguf_the_llamacpp_backend_runs(rewarded_run
     Choice.model_validate_json(answer.text)
 
 
+@pytest.mark.heavy
 def test_kto_takes_the_runs_turns_labelled_by_advantage(rewarded_run: Path, base_hf: Path, tmp_path: Path):
     """KTO's trainer accepts the rows (two kinds of label, batches of two for its KL estimate);
     a KTO step costs as much as a DPO step, which the next test takes."""
@@ -144,10 +142,11 @@ def test_kto_takes_the_runs_turns_labelled_by_advantage(rewarded_run: Path, base
 
 
 @pytest.mark.parametrize("fmt", ["dpo"])
+@pytest.mark.heavy
 def test_preference_objectives_take_one_step(rewarded_run: Path, base_hf: Path, tmp_path: Path, fmt: str):
     out = tmp_path / fmt
-    got = _train([str(rewarded_run), "--out", str(out), "--format", fmt, "--steps", "1", "--grad-accumulation", "1",
-                  "--base", str(base_hf), "--max-length", "1200"])
+    got = agora("train", str(rewarded_run), "--out", str(out), "--format", fmt, "--steps", "1", "--grad-accumulation",
+                "1", "--base", str(base_hf), "--max-length", "1200", "--quiet")
     assert got.exit_code == 0, got.output
     manifest = json.loads((out / "train.json").read_text())
     assert manifest["steps"] == 1 and manifest["outputs"]["gguf"] is None, "a Hugging Face base gives no GGUF"
@@ -156,11 +155,12 @@ def test_preference_objectives_take_one_step(rewarded_run: Path, base_hf: Path, 
 
 
 def test_bad_input_is_exit_2_with_the_field(tmp_path: Path, rewarded_run: Path):
-    got = _train([str(tmp_path), "--out", str(tmp_path / "o")])
+    got = agora("train", str(tmp_path), "--out", str(tmp_path / "o"), "--quiet")
     assert got.exit_code == 2 and "no run.db" in got.output
-    got = _train([str(rewarded_run), "--out", str(tmp_path / "o"), "--format", "grpo"])
+    got = agora("train", str(rewarded_run), "--out", str(tmp_path / "o"), "--format", "grpo", "--quiet")
     assert got.exit_code == 2 and "--format" in got.output
-    got = _train([str(rewarded_run), "--out", str(tmp_path / "o"), "--base", str(tmp_path / "none.gguf")])
+    got = agora("train", str(rewarded_run), "--out", str(tmp_path / "o"), "--base", str(tmp_path / "none.gguf"),
+                "--quiet")
     assert got.exit_code == 2 and "--base" in got.output
     unjudged = tmp_path / "unjudged"
     unjudged.mkdir()
@@ -171,10 +171,11 @@ def test_bad_input_is_exit_2_with_the_field(tmp_path: Path, rewarded_run: Path):
     con.execute("delete from rewards")
     con.commit()
     con.close()
-    got = _train([str(unjudged), "--out", str(tmp_path / "o")])
+    got = agora("train", str(unjudged), "--out", str(tmp_path / "o"), "--quiet")
     assert got.exit_code == 2 and "agora rewards" in got.output
 
 
+@pytest.mark.heavy
 def test_an_evolve_round_on_the_scripted_double_keeps_its_lineage_and_scores(flagship: Any, base_cache: Path,
                                                                              tmp_path: Path):
     """Round 0 measures the starting model on the held-out seed; round 1 runs the training seed,
@@ -182,10 +183,10 @@ def test_an_evolve_round_on_the_scripted_double_keeps_its_lineage_and_scores(fla
     seed. The agents are the scripted double (so the runs do not depend on the weights); the
     training and the GGUF are real."""
     import sqlite_utils
-    from scripted import ScriptedBackend
 
     from simulation.llm.llamacpp import bundled_model_path
     from simulation.rundb import lineage
+    from simulation.testing import ScriptedBackend
     from simulation.training import evolve as ev
     from simulation.training.trainer import TrainOptions
 

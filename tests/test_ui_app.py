@@ -9,7 +9,7 @@ import sqlite3
 import urllib.request
 
 import pytest
-from typer.testing import CliRunner
+from conftest import agora
 from ui_support import app, array, build_run, figures, open_page, text_of
 from ui_support import (  # noqa: F401  (registers them)
     cascade_run_fixture,
@@ -542,19 +542,13 @@ def test_whisper_is_disabled_for_a_finished_run(monkeypatch, finished_run):
 
 # ---------------------------------------------------------------------- agora ui
 
-def invoke(*args):
-    from simulation.cli import app as cli
-
-    return CliRunner().invoke(cli, ["ui", *map(str, args)])
-
-
 @pytest.mark.parametrize(("args", "message"), [
     (["{tmp}/nope"], "no such run directory"),
     (["{tmp}"], "not a run directory (it has no run.db)"),
     (["--runs-dir", "{tmp}/nowhere"], "no runs folder here"),
 ])
 def test_ui_bad_input_is_one_message_and_exit_2(tmp_path, args, message):
-    result = invoke(*[a.format(tmp=tmp_path) for a in args])
+    result = agora("ui", *[a.format(tmp=tmp_path) for a in args])
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
 
@@ -563,7 +557,7 @@ def test_ui_refuses_a_port_in_use(finished_run):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        result = invoke(finished_run, "--port", busy.getsockname()[1])
+        result = agora("ui", finished_run, "--port", busy.getsockname()[1])
     assert result.exit_code == 2 and "cannot listen on 127.0.0.1" in result.output
 
 

@@ -13,10 +13,10 @@ from ui_support import build_run  # also puts the viewer (ui/) on sys.path
 from ui.screenshots import chrome, find_chromium, viewer, wait_for_text
 
 BROWSER, DRIVER = find_chromium()
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.heavy, pytest.mark.skipif(
     not (BROWSER and DRIVER),
     reason="needs chromium and chromedriver (Debian: apt-get install chromium chromium-driver; .ci/run does)",
-)
+)]
 TICK = re.compile(r"Tick (\d+) ·")
 
 

@@ -26,7 +26,7 @@ TICKS = 12
 
 def build_run(loaded: Any, out: Path, ticks: int = TICKS, finish: bool = True, probes: bool = True) -> Any:
     """A real run of ``loaded`` on the scripted backend; returns the runner's Run."""
-    from scripted import ScriptedBackend
+    from simulation.testing import ScriptedBackend
 
     from simulation import Simulation
 
