@@ -18,12 +18,16 @@ nothing. What it answers:
 * any other purpose (a phase of one's own): ``answers[purpose]`` when given, else a value for
   every field the schema requires (strings: "A scripted answer to the <purpose> question.").
 
-Three facts only the prompt holds are read from it, each in one documented function
-(``shown``, ``conversation_lines``, ``example_answer``): the memory an importance question rates
-(its ``<memory>`` data block), what each numbered move option stands for (the ``<choices>``
-block, recognised by the engine's own option wording, ``cognition.aims.option_text``) and how many
-lines the conversation has had (the list its ``<situation>`` block ends with), and the example
-answer an utterance question shows. Nothing else in a prompt's wording matters to it.
+The request carries no conversation, no option labels and no memory text, and the double keeps
+no state (a resumed run, a replay cache, or a fresh double per HTTP request must get the same
+answers), so four facts are read from the question, each by one documented function and never
+by a template's sentences: the memory an importance question rates (its ``<memory>`` data block,
+``shown``); what each numbered move option stands for (the ``<choices>`` block, each label
+recognised by the engine's own option wording, ``cognition.aims.option_text``: ``move_of``); how
+many lines the conversation has had (the list its ``<situation>`` block ends with,
+``conversation_lines``); and the example answer an utterance question shows (the JSON object in
+it that has the schema's fields, ``example_answer``). tests/test_testing.py rewords every
+question of a run and checks that no answer changes.
 """
 
 from __future__ import annotations
