@@ -37,7 +37,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from simulation import batching  # noqa: E402
+from simulation.llm import batching  # noqa: E402
 from simulation.llm.cache import CachedBackend, ReplayCache  # noqa: E402
 from simulation.llm.client import LLMClient  # noqa: E402
 from simulation.scenario import load_persona  # noqa: E402

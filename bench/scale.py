@@ -36,7 +36,7 @@ from town import Timed, warm_embedder  # noqa: E402  (bench/town.py)
 
 from simulation import Simulation, scenario  # noqa: E402
 from simulation.llm.factory import BackendChoice, build_backend  # noqa: E402
-from simulation.settings import RunSettings  # noqa: E402
+from simulation.run.settings import RunSettings  # noqa: E402
 
 FLAGSHIP = ROOT / "scenarios" / "valentines.yaml"
 SPEC = ROOT / "personas" / "populations" / "ville.yaml"

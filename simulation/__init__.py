@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from simulation.version import __version__
 
 if TYPE_CHECKING:
-    from simulation.simulation import Simulation
+    from simulation.run.simulation import Simulation
 
 __all__ = ["Simulation", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "Simulation":
-        from simulation.simulation import Simulation
+        from simulation.run.simulation import Simulation
 
         return Simulation
     raise AttributeError(f"module 'simulation' has no attribute {name!r}")

@@ -18,12 +18,12 @@ from typing import Any
 
 from simulation.agents import AgentState
 from simulation.cognition import CognitionSettings, Phase, TickNotes
-from simulation.conversation import Conversation
 from simulation.core import Aim, Happening, Move, PlaceEvent, Status
 from simulation.llm.backend import estimate_tokens
 from simulation.llm.client import Answer, Rating
 from simulation.memory import MemoryNode, MemoryStream
-from simulation.relationships import SocialGraph, Tie
+from simulation.world.conversations import Conversation
+from simulation.world.relationships import SocialGraph, Tie
 
 SETTINGS = CognitionSettings(tick_minutes=10, attention_bandwidth=3, conversation_cooldown=timedelta(minutes=60),
                              max_conversation_turns=4, reflection_threshold=30.0, context_tokens=2048)

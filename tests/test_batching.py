@@ -1,4 +1,4 @@
-"""The one batching mechanism (simulation/batching.py): the hang it fixes, its flush rule, its watchdog.
+"""The one batching mechanism (simulation/llm/batching.py): the hang it fixes, its flush rule, its watchdog.
 
 The hang seen in a fresh-clone ``make test`` (a real-model test idle at 0 % CPU in the event loop's
 ``select``) came from pytest-timeout: its ``Failed`` is a ``BaseException``, raised by SIGALRM
@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from simulation.batching import Batcher, BatchLoop, PhaseStuck, run
 from simulation.errors import RunError
+from simulation.llm.batching import Batcher, BatchLoop, PhaseStuck, run
 from simulation.llm.client import LLMClient
 from simulation.llm.types import RawCompletion
 from simulation.memory.town import TownMemory
@@ -342,7 +342,7 @@ def test_a_task_left_behind_by_ctrl_c_prints_no_traceback(caplog):
     has already said it was stopped. Other unread exceptions are still reported."""
     import logging
 
-    from simulation.batching import BatchLoop
+    from simulation.llm.batching import BatchLoop
 
     loop = BatchLoop()
     try:

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from simulation.cli import common
 from simulation.cli.run import print_summary
-from simulation.report import AgentSummary, FactSpread, RunSummary
+from simulation.rundb.summary import AgentSummary, FactSpread, RunSummary
 
 
 def test_summary_prints_model_text_with_brackets_literally(monkeypatch):
@@ -51,7 +51,7 @@ def test_summary_flags_a_purpose_that_fails_half_the_time_in_red(monkeypatch):
 
 
 def test_summary_of_a_scripted_run_reports_memories_retrievals_and_density(make_run, scripted, monkeypatch):
-    from simulation.report import summarize
+    from simulation.rundb.summary import summarize
 
     run = make_run(scripted, ticks=8)
     for _ in range(run.ticks):

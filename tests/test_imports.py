@@ -69,5 +69,47 @@ def test_cognition_never_reaches_the_model():
     graph = import_graph("simulation")
     for module in (m for m in graph if m.startswith("simulation.cognition")):
         reach = nx.descendants(graph, module)
-        assert not reach & {"simulation.model", "simulation.runner", "simulation.store", "simulation.simulation",
-                            "simulation.town_mind"}, module
+        assert not reach & {"simulation.tick.model", "simulation.run.runner", "simulation.record.store",
+                            "simulation.run.simulation", "simulation.tick.town_mind"}, module
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_layers_point_one_way():
+    """docs/architecture.md's layers, as packages: what sits below the tick never imports the tick
+    or a run; the file formats import nothing of the engine but its errors; and the two input
+    packages (the scenario, which samples populations, and the population sampler, which writes
+    persona files) do not import each other both ways, since the persona format is ``formats``'s."""
+    graph = import_graph("simulation")
+    below = ("simulation.cognition", "simulation.world", "simulation.memory", "simulation.llm", "simulation.record",
+             "simulation.formats")
+    upward = sorted((m, d) for m, d in graph.edges
+                    if any(_in(m, p) for p in below) and (_in(d, "simulation.tick") or _in(d, "simulation.run")))
+    assert not upward, "imports of the tick or a run from below it:\n" + "\n".join(f"{m} -> {d}" for m, d in upward)
+
+    outside = sorted((m, d) for m, d in graph.edges if _in(m, "simulation.formats")
+                     and not _in(d, "simulation.formats") and d != "simulation.errors")
+    assert not outside, "simulation.formats imports the engine:\n" + "\n".join(f"{m} -> {d}" for m, d in outside)
+
+    def package_imports(a: str, b: str) -> list[tuple[str, str]]:
+        return sorted((m, d) for m, d in graph.edges if _in(m, a) and _in(d, b))
+
+    scenario_to_population = package_imports("simulation.scenario", "simulation.population")
+    population_to_scenario = package_imports("simulation.population", "simulation.scenario")
+    assert not (scenario_to_population and population_to_scenario), (scenario_to_population, population_to_scenario)
+
+
+def test_the_package_graph_has_no_cycle():
+    """The same one-way rule a level up: no package of the engine imports, through any of its
+    modules, a package that imports it back (``simulation`` itself, whose face loads a run
+    lazily, aside)."""
+    graph = import_graph("simulation")
+    packages = nx.DiGraph()
+    for m, d in graph.edges:
+        a, b = (".".join(x.split(".")[:2]) for x in (m, d))
+        if a != b and "simulation" not in (a, b):
+            packages.add_edge(a, b)
+    cycles = sorted(nx.simple_cycles(packages), key=len)
+    assert not cycles, "package cycles:\n" + "\n".join(" -> ".join(c + c[:1]) for c in cycles[:20])

@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from simulation import batching
 from simulation.errors import RunError
+from simulation.llm import batching
 from simulation.llm.client import LLMClient, parse_answer
 from simulation.llm.seeds import derive_seed
 from simulation.llm.types import LLMRequest, RawCompletion

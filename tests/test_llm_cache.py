@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from simulation import batching
 from simulation.errors import RunError
+from simulation.llm import batching
 from simulation.llm.cache import CachedBackend, ReplayCache, default_cache_path
 from simulation.llm.client import LLMClient
 from simulation.llm.types import LLMRequest, RawCompletion

@@ -13,8 +13,8 @@ from conftest import FLAGSHIP, MINIMAL, ROOT, agora
 from llm_servers import FaultServer, free_port, llama_server
 from pydantic import BaseModel, Field
 
-from simulation import batching
 from simulation.errors import RunError
+from simulation.llm import batching
 from simulation.llm.client import LLMClient
 from simulation.llm.openai import OpenAIBackend
 from simulation.llm.types import LLMRequest

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
+from simulation.record.store import TABLES
 from simulation.rewards.measured import DIMENSIONS, measured
-from simulation.store import TABLES
 
 
 @pytest.fixture

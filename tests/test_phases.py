@@ -17,9 +17,9 @@ from simulation.cognition.decide import Decide
 from simulation.cognition.importance import RateImportance
 from simulation.cognition.perceive import Perceive
 from simulation.cognition.reflect import Reflect
-from simulation.conversation import Conversation
-from simulation.llm.types import asked
 from simulation.core import Action, Aim, MemoryKind, Move, PlanItem, Provenance, Source, Status
+from simulation.llm.types import asked
+from simulation.world.conversations import Conversation
 
 SEEN = Provenance(Source.PERCEIVED)
 
@@ -294,7 +294,7 @@ def test_chosen_changes_go_into_the_usual_day_and_the_usual_day_resumes_after_th
 
 def test_the_routine_plan_follows_the_persons_habits(personas):
     from simulation.cognition.plan import routine_plan
-    from simulation.scenario.persona import Routine
+    from simulation.formats.persona import Routine
 
     rp = personas["ann"]
     habits = Routine.model_validate({

@@ -13,7 +13,6 @@ import pytest
 from conftest import FLAGSHIP, MINIMAL, step_run, with_settings
 from fake_mind import Asked, FakeMind
 
-from simulation import batching
 from simulation.agents import AgentState
 from simulation.cognition import prompts
 from simulation.cognition.reflect import (
@@ -21,6 +20,7 @@ from simulation.cognition.reflect import (
     recent_for_questions, reflect, room,
 )
 from simulation.core import MemoryKind, Provenance, Purpose, Source
+from simulation.llm import batching
 from simulation.llm.backend import estimate_tokens
 from simulation.testing import ScriptedBackend
 

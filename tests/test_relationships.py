@@ -8,8 +8,8 @@ import pytest
 from conftest import step_run
 
 from simulation.llm.types import asked
-from simulation.relationships import SocialGraph, density_by_tick
 from simulation.testing import ScriptedBackend
+from simulation.world.relationships import SocialGraph, density_by_tick
 
 
 def test_graph_counts_conversations_and_keeps_each_sides_view():

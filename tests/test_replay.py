@@ -20,9 +20,9 @@ from simulation.llm.cache import CachedBackend, ReplayCache
 from simulation.llm.factory import build_backend
 from simulation.llm.lazy import LazyBackend
 from simulation.llm.settings import LlamaCppSettings, OpenAISettings
+from simulation.run.verify import verify
 from simulation.rundb.diff import first_difference
 from simulation.testing import ScriptedBackend
-from simulation.verify import verify
 
 VLLM_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import step_run
 
+from simulation import Simulation
 from simulation.errors import InputError, RunError
 from simulation.rundb.diff import first_difference
-from simulation import Simulation
 from simulation.testing import ScriptedBackend
 
 TICKS = 30
@@ -196,7 +196,7 @@ def test_a_stuck_phase_stops_at_the_tick_boundary_names_who_waits_and_resumes_ex
     import asyncio
 
     import simulation.cognition.decide as decide
-    from simulation.batching import PhaseStuck
+    from simulation.llm.batching import PhaseStuck
 
     real = decide.plan_steps
     stuck: list[str] = []

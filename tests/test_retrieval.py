@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from simulation import batching
+from simulation.llm import batching
 from simulation.memory import TownMemory
 from simulation.memory.scoring import Weights, minmax, score
 from simulation.scenario import MemorySettings, RetrievalWeights

@@ -172,7 +172,7 @@ def test_density_falls_back_to_who_has_talked(tiny, tmp_path):
 
 
 def test_density_formula_matches_the_live_social_graph():
-    from simulation.relationships import SocialGraph
+    from simulation.world.relationships import SocialGraph
 
     assert metrics.pair_density(4, 3) == 0.5 and metrics.pair_density(1, 0) == 0.0 and metrics.pair_density(0, 0) == 0
     assert metrics.knows_pairs([("a", "b"), ("b", "a"), ("a", "a"), ("a", "x")], ["a", "b"]) == {frozenset("ab")}
@@ -186,7 +186,7 @@ def test_density_formula_matches_the_live_social_graph():
 # ---------------------------------------------------------------------- the readers agree
 
 def test_cli_summary_reads_the_shared_metrics(tiny):
-    from simulation.report import summarize
+    from simulation.rundb.summary import summarize
 
     s = summarize(tiny / "run.db")
     assert s.density == pytest.approx((1 / 6, 1 / 2))
@@ -204,7 +204,7 @@ def test_cli_summary_reads_the_shared_metrics(tiny):
 def test_viewer_and_cli_summary_agree(tiny):
     if str(ROOT) not in sys.path:  # the viewer lives in ui/, beside the engine
         sys.path.insert(0, str(ROOT))
-    from simulation.report import summarize
+    from simulation.rundb.summary import summarize
     from ui import queries as q
     from ui.db import RunDB as ViewerDB
 

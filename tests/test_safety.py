@@ -78,7 +78,7 @@ def test_nothing_loads_pickles_or_unsafe_yaml() -> None:
 
 
 def test_yaml_loader_constructs_only_plain_data() -> None:
-    from simulation.yamlfile import _Loader
+    from simulation.formats.yamlfile import _Loader
 
     assert issubclass(_Loader, yaml.SafeLoader)
     tags = [t for t in _Loader.yaml_constructors if t is not None]

@@ -606,7 +606,7 @@ def test_the_flagship_is_a_town_where_people_meet(flagship: LoadedScenario) -> N
     overlap: at breakfast, lunch and in the evening several people share a place."""
     from collections import Counter
 
-    from simulation.scenario.persona import HOME, WORK
+    from simulation.formats.persona import HOME, WORK
 
     places = {p.id for p in flagship.scenario.town.places}
     at: Counter[tuple[int, str]] = Counter()  # (hour, place) -> people whose habit has them there

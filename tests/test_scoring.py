@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from simulation import batching
+from simulation.llm import batching
 from simulation.llm.client import LLMClient
 from simulation.llm.scoring import ScoredOptions, expected, from_top_logprobs
 from simulation.llm.types import LLMRequest

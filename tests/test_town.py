@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from simulation.scenario import Town, load
-from simulation.town import TownMap
+from simulation.world.town_map import TownMap
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGSHIP = ROOT / "scenarios" / "valentines-small.yaml"

@@ -22,7 +22,7 @@ RUNS_DIR_ENV = "AGORA_UI_RUNS_DIR"
 RUNS_ENV = "AGORA_UI_RUNS"
 
 _STAMP = re.compile(r"-(\d{8}-\d{6})-[0-9a-f]{4}$")
-"""Run directory names end in -YYYYmmdd-HHMMSS-xxxx (``simulation.runner.new_run_id``)."""
+"""Run directory names end in -YYYYmmdd-HHMMSS-xxxx (``simulation.run.runner.new_run_id``)."""
 
 
 @dataclass(frozen=True)

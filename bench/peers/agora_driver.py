@@ -41,7 +41,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from simulation.llm.openai import OpenAIBackend
-    from simulation.simulation import Simulation
+    from simulation.run.simulation import Simulation
     from town import town_of
 
     version = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,

@@ -18,7 +18,7 @@ from simulation.agents.state import AgentState
 from simulation.core import Action, EventKind, MemoryKind, Provenance, Source, Status, doing_at
 
 if TYPE_CHECKING:
-    from simulation.model import TownModel
+    from simulation.tick.model import TownModel
 
 
 class PersonaAgent(CellAgent):

@@ -3,7 +3,7 @@
 Cognition phases read and write it (through ``Mind`` for everything outside the person), the
 Mesa agent (``PersonaAgent``) carries it around the town, and the checkpoint stores it whole:
 every field that changes during a run is a field here, so a new one is saved and restored
-without touching ``checkpoint.py`` (forgetting a field there used to break exact resume
+without touching ``tick/checkpoint.py`` (forgetting a field there used to break exact resume
 silently). Who the person is (persona, home, workplace, the system prompt built from them)
 is fixed for the run and rebuilt from the scenario, so it is excluded from the stored JSON and
 ``restore`` keeps it as built; ``focus`` and ``perceived`` are recomputed every tick before
@@ -18,7 +18,7 @@ from datetime import date, datetime, time
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulation.core import Action, Focus, Happening, HourBlock, Perception, PlanItem, Status
-from simulation.scenario import Persona
+from simulation.formats import Persona
 
 
 def is_awake(now: datetime, wake: time, sleep: time) -> bool:

@@ -181,8 +181,8 @@ def _rescore(run_dir: Path) -> None:
     """A finished run's probe answers re-scored and its behaviour recomputed and stored, by the
     current rules (``agora behaviour`` does the same for one run)."""
     from simulation.provenance.rescore import rescore_probes
+    from simulation.record.store import RunStore
     from simulation.rundb.behaviour import behaviour as compute
-    from simulation.store import RunStore
 
     store = RunStore.open(run_dir)
     try:

@@ -136,9 +136,9 @@ def behaviour(
 ) -> None:
     """Re-score a run's probe answers, compute its behaviour metrics (docs/behaviour.md), store both in its run.db and print them."""
     from simulation.provenance.rescore import rescore_probes
+    from simulation.record.store import RunStore
     from simulation.rundb.behaviour import behaviour as compute
     from simulation.rundb.behaviour import failing_purposes
-    from simulation.store import RunStore
 
     store = RunStore.open(run_dir)
     try:

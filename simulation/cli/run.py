@@ -1,6 +1,6 @@
 """`agora run` and `agora resume`: step a run to its end with a progress bar, then print its summary.
 
-The run loop is ``Simulation.run`` (simulation/simulation.py); these commands add a progress
+The run loop is ``Simulation.run`` (simulation/run/simulation.py); these commands add a progress
 bar, and on any stop say what is saved and how to go on.
 """
 
@@ -45,7 +45,7 @@ def run(
     """Run a scenario; prints the run directory (which holds run.db)."""
     from simulation import Simulation
     from simulation import scenario as sc
-    from simulation.settings import RunSettings
+    from simulation.run.settings import RunSettings
 
     loaded = sc.load(scenario_file)
     choice = common.backend_choice(backend, model, base_url, cache, cache_path)

@@ -53,7 +53,7 @@ def validate(
 
 def looks_like_persona(path: Path) -> bool:
     """A persona file rather than a scenario: a mapping with a routine or Big Five and no town."""
-    from simulation.yamlfile import load_yaml
+    from simulation.formats.yamlfile import load_yaml
 
     try:
         data = load_yaml(path).data

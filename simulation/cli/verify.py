@@ -2,7 +2,7 @@
 
 For sharing and checking published runs: a run directory plus the replay-cache file it was made
 with is enough, on any machine, without the servers, GPU or model file that made it
-(``simulation.verify``). Exit 0 when every row matches, 1 with the first difference otherwise.
+(``simulation.run.verify``). Exit 0 when every row matches, 1 with the first difference otherwise.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def verify(
 ) -> None:
     """Re-run a run from its recorded scenario, seed and settings against its replay cache, and check
     that every row of run.db comes out the same (exit 0) or show the first difference (exit 1)."""
-    from simulation.verify import verify as verify_run
+    from simulation.run.verify import verify as verify_run
 
     show = common.show_progress(quiet)
     progress = Progress(TextColumn("[bold]verifying tick"), MofNCompleteColumn(), BarColumn(), TimeElapsedColumn(),

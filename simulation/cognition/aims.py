@@ -29,8 +29,8 @@ from simulation.core import Aim, Happening, Move
 if TYPE_CHECKING:
     from simulation.agents import AgentState
     from simulation.cognition.mind import Mind
-    from simulation.conversation import Conversation
     from simulation.memory import MemoryNode
+    from simulation.world.conversations import Conversation
 
 ASKS = ("plans", "doing", "news")
 """What one person asks another, in this order through a conversation."""

@@ -28,7 +28,7 @@ from simulation.llm.seeds import derive_seed
 if TYPE_CHECKING:
     from simulation.agents import AgentState
     from simulation.cognition.mind import Mind
-    from simulation.conversation import Conversation
+    from simulation.world.conversations import Conversation
 
 DIALOGUE_LINES = 6
 _LETTERS = re.compile(r"[A-Za-z]{2}")

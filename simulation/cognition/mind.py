@@ -7,7 +7,7 @@ That keeps each faculty testable with a fake (``tests/fake_mind.py`` runs the ph
 milliseconds with no model, store or LLM) and keeps cognition from depending on how the town
 is stepped (as Concordia's components get their model, memory and clock injected).
 
-``TownMind`` (``simulation/town_mind.py``) is the implementation a run uses.
+``TownMind`` (``simulation/tick/town_mind.py``) is the implementation a run uses.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from simulation.errors import RunError
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
-    from simulation.conversation import Conversation
     from simulation.llm.client import Answer, Rating
     from simulation.memory import MemoryNode, MemoryStream
-    from simulation.relationships import Tie
+    from simulation.world.conversations import Conversation
+    from simulation.world.relationships import Tie
 
 T = TypeVar("T", bound=BaseModel)
 

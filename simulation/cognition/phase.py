@@ -3,7 +3,7 @@
 The model runs a list of phases in order each tick (``simulation/cognition/phases.py`` has the
 default list). A phase says which people it is due for (``select``, by default everyone for
 whom ``due`` holds, in id order), runs all of them together (``run``, one coroutine per person:
-their LLM questions and memory retrievals go out as one batch, simulation/batching.py), and may
+their LLM questions and memory retrievals go out as one batch, simulation/llm/batching.py), and may
 then act on what they decided together (``finish``, e.g. open the conversations people chose to
 start). A phase reaches the world only through ``Mind``, and keeps whatever it needs between
 ``select`` and ``finish`` on itself; what later phases of the same tick need goes in

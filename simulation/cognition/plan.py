@@ -25,8 +25,8 @@ from simulation.cognition.context import context, memory_line
 from simulation.cognition.menu import Option, day_menu
 from simulation.cognition.schemas import DailyPlan, choice_plan_model
 from simulation.core import Action, HourBlock, MemoryKind, PlanItem, Provenance, Purpose, Source
+from simulation.formats.persona import HOME, WORK
 from simulation.memory.stream import MemoryNode
-from simulation.scenario.persona import HOME, WORK
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulation import templating
-from simulation.templating import neutralise  # noqa: F401  (the rule, for callers that import it from here)
+from simulation.formats import templating
+from simulation.formats.templating import neutralise  # noqa: F401  (the rule, for callers that import it from here)
 
 DATA_TAGS = ("persona", "town", "situation", "memories", "memory", "choices")
 """The blocks that hold data in cognition prompts."""

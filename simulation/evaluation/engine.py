@@ -17,11 +17,11 @@ from datetime import datetime, timezone
 from types import ModuleType
 from typing import Any
 
-from simulation import batching
 from simulation.errors import InputError, Problem
 from simulation.evaluation import bigfive, consistency, interview, personagym
 from simulation.evaluation.session import SUITES, EvalOptions, Metric, Session
 from simulation.evaluation.targets import Target
+from simulation.llm import batching
 from simulation.llm.backend import Backend
 from simulation.llm.types import RawCompletion
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from simulation.errors import InputError, Problem
 from simulation.evaluation.targets import Target
+from simulation.formats.paths import resolve_path
 from simulation.llm import registry
 from simulation.llm.factory import BackendChoice
 from simulation.llm.settings import LLMSettings
-from simulation.paths import resolve_path
 
 NAME_IT = "name the agents' model with --backend/--model to evaluate on another one"
 

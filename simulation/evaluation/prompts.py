@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulation import templating
+from simulation.formats import templating
 from simulation.scenario import Persona
 
 

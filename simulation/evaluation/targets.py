@@ -15,10 +15,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from simulation.errors import InputError, Problem
+from simulation.formats.yamlfile import load_yaml
 from simulation.llm import registry
 from simulation.rundb import connect_ro, table_names
 from simulation.scenario import LLMSettings, Persona, load, load_persona
-from simulation.yamlfile import load_yaml
 
 RUN_MEMORIES = 12
 """Most recent run memories (beyond the seed memories) shown with a run agent's persona."""

@@ -1,7 +1,7 @@
 """The batching client: agents await single answers, the backend sees whole batches.
 
 Agent cognition is ordinary sequential ``async`` code. Each ``ask`` parks its request in a
-``Batcher`` (simulation/batching.py); once the event loop has nothing else to run, every
+``Batcher`` (simulation/llm/batching.py); once the event loop has nothing else to run, every
 request parked goes to the backend as one batch. Answers are validated against the caller's pydantic model; a failure is retried
 once, with a new seed and the rejected answer plus the reason appended to the prompt,
 then the caller's safe default is used and logged, never raised.
@@ -17,8 +17,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from simulation.batching import Batcher
 from simulation.llm.backend import Backend, agenerate
+from simulation.llm.batching import Batcher
 from simulation.llm.scoring import ScoredOptions, expected
 from simulation.llm.seeds import derive_seed
 from simulation.llm.types import CallRecord, LLMRequest, RawCompletion

@@ -13,11 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from simulation.errors import InputError, Problem
+from simulation.formats.paths import resolve_path
 from simulation.llm import registry
 from simulation.llm.backend import Backend
 from simulation.llm.lazy import LazyBackend, counter_for
 from simulation.llm.settings import LLMSettings
-from simulation.paths import resolve_path
 
 __all__ = ["BackendChoice", "build_backend"]
 

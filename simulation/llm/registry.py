@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol, Union
 from pydantic import BeforeValidator, Field, TypeAdapter
 
 from simulation.errors import InputError, Problem
+from simulation.formats.yamlfile import shown
 from simulation.llm.settings import ControlSettings, LlamaCppSettings, LLMSettings, OpenAISettings, VLLMSettings
-from simulation.yamlfile import shown
 
 if TYPE_CHECKING:
     from simulation.llm.backend import Backend

@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from simulation.paths import resolve_path
-from simulation.strict import StrictModel
-from simulation.yamlfile import missing_file
+from simulation.formats.paths import resolve_path
+from simulation.formats.strict import StrictModel
+from simulation.formats.yamlfile import missing_file
 
 __all__ = ["ControlSettings", "LLMSettings", "LlamaCppSettings", "OpenAISettings", "VLLMSettings"]
 

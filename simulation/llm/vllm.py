@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulation.errors import InputError, Problem, RunError
+from simulation.formats.paths import resolve_path
 from simulation.llm.backend import Messages, OnDone, TokenCounter, estimate_tokens
 from simulation.llm.scoring import TOP_LOGPROBS, from_top_logprobs
 from simulation.llm.types import LLMRequest, RawCompletion
-from simulation.paths import resolve_path
 
 if TYPE_CHECKING:
     from simulation.llm.settings import VLLMSettings

@@ -1,7 +1,7 @@
 """Every agent's memory stream, one vector index for the town, and batched retrieval.
 
 Agents ``await retrieve(...)`` as ordinary sequential code. Like the LLM client, this
-parks the request in a ``Batcher`` (simulation/batching.py); once the event loop has nothing
+parks the request in a ``Batcher`` (simulation/llm/batching.py); once the event loop has nothing
 else to run, the whole phase's queries go through at once: the phase's new memories and its
 queries are embedded in one model call, the index is searched in one FAISS call, and all
 candidates are scored together with numpy. Retrieved memories get their last-access time set
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simulation.batching import Batcher
 from simulation.core.provenance import Provenance
 from simulation.core.vocabulary import Source
+from simulation.llm.batching import Batcher
 from simulation.memory.embeddings import Embedder, get_embedder
 from simulation.memory.index import MemoryIndex, Ranking
 from simulation.memory.scoring import Weights
@@ -34,8 +34,8 @@ from simulation.memory.stream import MemoryNode, MemoryStream, StreamState
 if TYPE_CHECKING:
     import sqlite_utils
 
+    from simulation.record.store import TickBuffer
     from simulation.scenario import MemorySettings
-    from simulation.store import TickBuffer
 
 PRIORITY = 0
 """Batcher priority: retrievals go before LLM questions (the LLM client's is 1)."""

@@ -1,7 +1,7 @@
 """LLM backstories for sampled people: a few sentences each, built on the fields the sampler drew.
 
 The prompt shows the sampled profile inside a delimited ``<persona>`` block (templates in
-``templates/``, rendered by the shared ``simulation.templating`` environment, so the same
+``templates/``, rendered by the shared ``simulation.formats.templating`` environment, so the same
 safety rule applies: no profile text can close the block). Its words are kept exactly as they
 were when this prompt lived with the evaluation's, so backstories already in a replay cache
 are replayed, not asked again.
@@ -14,10 +14,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulation import batching, templating
+from simulation.formats import templating
+from simulation.formats.persona import Persona
+from simulation.llm import batching
 from simulation.llm.client import LLMClient
 from simulation.population.sampler import Sampled
-from simulation.scenario.persona import Persona
 
 __all__ = ["add_backstories"]
 

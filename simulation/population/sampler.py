@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from simulation.formats.persona import BigFive, Persona, Routine
 from simulation.population.names import draw_names, slug
 from simulation.population.spec import (FACTORS, Choice, Household, Occupation, PopulationSpec, TimeWindow,
                                         TraitDistribution, allowed_at, weights)
 from simulation.population.traits import speaking_style_for, traits_for
-from simulation.scenario.persona import BigFive, Persona, Routine
 
 __all__ = ["Sampled", "sample"]
 

@@ -17,10 +17,10 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from simulation.errors import InputError, Problem
+from simulation.formats.fields import Identifier, LongText, ShortText, StrictModel, Unit, clock_time
+from simulation.formats.validation import validate_document
+from simulation.formats.yamlfile import YamlDocument, load_yaml
 from simulation.population.names import slug
-from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel, Unit, clock_time
-from simulation.scenario.validation import validate_document
-from simulation.yamlfile import YamlDocument, load_yaml
 
 __all__ = [
     "FACTORS", "AgeBin", "BigFiveSpec", "Choice", "Household", "Names", "Occupation", "PopulationSpec", "RoutineSpec",

@@ -6,8 +6,8 @@ the numbers do not support.
 
 from __future__ import annotations
 
+from simulation.formats.persona import BigFive
 from simulation.population.spec import FACTORS
-from simulation.scenario.persona import BigFive
 
 __all__ = ["speaking_style_for", "traits_for"]
 

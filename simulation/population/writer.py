@@ -8,11 +8,11 @@ from typing import Any
 
 import yaml
 
+from simulation.formats.persona import Persona
 from simulation.population.marginals import expected_marginals, observed_marginals
 from simulation.population.plots import marginals_figure
 from simulation.population.sampler import Sampled
 from simulation.population.spec import PopulationSpec
-from simulation.scenario.persona import Persona
 
 __all__ = ["persona_yaml", "write_sample"]
 

@@ -21,7 +21,7 @@ from simulation.provenance.rules import AWARE_SOURCES
 
 if TYPE_CHECKING:
     from simulation.memory.stream import MemoryNode
-    from simulation.store import TickBuffer
+    from simulation.record.store import TickBuffer
 
 
 class FactTracker:

@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from simulation import batching
 from simulation.errors import InputError, Problem
 from simulation.evaluation.session import EvalOptions, Session
+from simulation.llm import batching
 from simulation.llm.backend import Backend
 from simulation.llm.types import RawCompletion
 from simulation.rewards import arithmetic

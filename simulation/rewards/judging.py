@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from simulation import batching
 from simulation.evaluation.session import EvalOptions, Session
+from simulation.llm import batching
 from simulation.llm.backend import Backend
 from simulation.rewards import arithmetic, prompts, rubric
 from simulation.rewards.turns import Turn

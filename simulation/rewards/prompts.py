@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulation import templating
 from simulation.evaluation.prompts import persona_context
+from simulation.formats import templating
 from simulation.scenario import Persona
 
 

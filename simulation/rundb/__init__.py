@@ -1,7 +1,7 @@
 """Reading a recorded run: run.db opened read-only, and the numbers every reader reports.
 
-The CLI summary, the viewer (``ui/``), `agora eval` and `agora rewards` all read a run.db that
-the engine wrote (or is still writing). This package is the one place that opens it for
+The CLI summary (``summary``), the viewer (``ui/``), `agora eval` and `agora rewards` all read
+a run.db that the engine wrote (or is still writing). This package is the one place that opens it for
 reading (``connect``) and the one place each shared number is defined (``metrics``; the spread
 of facts in ``facts``; the behaviour report in ``behaviour``), so the summary printed after a
 run and the page showing it cannot disagree.

@@ -1,6 +1,6 @@
 """The numbers every reader of a run reports, each defined once, from run.db alone.
 
-The CLI summary (``simulation.report``), the viewer (``ui.queries``) and the benches compute
+The CLI summary (``simulation.rundb.summary``), the viewer (``ui.queries``) and the benches compute
 the same outcomes of a run: how dense the who-knows-whom graph is at each tick, and what the
 LLM cost. They used to write these twice, and the two relationship densities did not agree;
 here each has one definition that all of them call. How facts spread is ``rundb.facts``; the

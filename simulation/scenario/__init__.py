@@ -5,19 +5,20 @@ people (persona files by reference, or inline, and a sampled population), schedu
 whispers and place events, probe questions asked at the end, facts whose spread is
 traced, and LLM settings. ``scenarios/valentines.yaml`` documents every field with comments.
 
-The schema is split by section (``persona``, ``town``, ``timeline``, ``measures``,
-``people``, ``settings``, ``schema`` for the whole file); loading is ``loading`` (with
-``validation``, ``references`` and ``sampled``). This face re-exports what other modules use.
+The schema is split by section (``town``, ``timeline``, ``measures``, ``people``,
+``settings``, ``schema`` for the whole file); loading is ``loading`` (with ``references`` and
+``sampled``). The persona file, the shared field types and the located validation are file
+formats of their own (``simulation.formats``: ``persona``, ``fields``, ``validation``), which
+the population sampler reads too; this face re-exports what other modules use, those included.
 """
 
 from simulation.errors import Problem
+from simulation.formats import (BigFive, Identifier, LongText, Persona, Routine, ShortText, StrictModel, Unit,
+                                resolve_path)
 from simulation.llm.settings import LlamaCppSettings, LLMSettings, OpenAISettings, VLLMSettings
-from simulation.paths import resolve_path
-from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel, Unit
 from simulation.scenario.loading import load, load_persona, problem_at
 from simulation.scenario.measures import Fact, FactDetail, Probe, Topic
 from simulation.scenario.people import PersonaEntry, PopulationEntry
-from simulation.scenario.persona import BigFive, Persona, Routine
 from simulation.scenario.resolved import LoadedScenario, ResolvedPersona
 from simulation.scenario.schema import Scenario, json_schema
 from simulation.scenario.settings import CognitionSettings, MemorySettings, RetrievalWeights

@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from simulation.errors import InputError, Problem
-from simulation.scenario.persona import HOME, WORK, Persona
+from simulation.formats.persona import HOME, WORK, Persona
+from simulation.formats.validation import validate_document
+from simulation.formats.yamlfile import load_yaml, missing_file, parse_yaml
 from simulation.scenario.references import check_references
 from simulation.scenario.resolved import LoadedScenario, ResolvedPersona
 from simulation.scenario.schema import Scenario, explain
-from simulation.scenario.validation import validate_document
-from simulation.yamlfile import load_yaml, missing_file, parse_yaml
 
 __all__ = ["load", "load_persona", "problem_at"]
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel
+from simulation.formats.fields import Identifier, LongText, ShortText, StrictModel
 
 __all__ = ["Fact", "FactDetail", "Probe", "Topic"]
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from simulation.scenario.fields import Identifier, StrictModel
-from simulation.scenario.persona import Persona
+from simulation.formats.fields import Identifier, StrictModel
+from simulation.formats.persona import Persona
 
 __all__ = ["PersonaEntry", "PopulationEntry"]
 

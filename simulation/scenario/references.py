@@ -12,10 +12,10 @@ from pathlib import Path
 import networkx as nx
 
 from simulation.errors import Problem
-from simulation.paths import resolve_path
+from simulation.formats.paths import resolve_path
+from simulation.formats.yamlfile import YamlDocument, missing_file
 from simulation.scenario.resolved import ResolvedPersona
 from simulation.scenario.schema import Scenario
-from simulation.yamlfile import YamlDocument, missing_file
 
 __all__ = ["check_references"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, model_validator
 
+from simulation.formats.persona import Persona
 from simulation.llm import registry
-from simulation.scenario.persona import Persona
 from simulation.scenario.schema import Scenario
 
 __all__ = ["LoadedScenario", "ResolvedPersona"]

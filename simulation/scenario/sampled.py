@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 
 from simulation.errors import InputError, Problem
-from simulation.paths import resolve_path
+from simulation.formats.paths import resolve_path
+from simulation.formats.yamlfile import YamlDocument
 from simulation.population.names import TooFewNames
 from simulation.population.sampler import sample
 from simulation.population.spec import load_spec
 from simulation.scenario.resolved import ResolvedPersona
 from simulation.scenario.schema import Scenario
-from simulation.yamlfile import YamlDocument
 
 __all__ = ["resolve_population"]
 

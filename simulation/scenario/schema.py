@@ -10,12 +10,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from simulation.errors import FieldPath
+from simulation.formats.fields import LongText, ShortText, StrictModel
+from simulation.formats.persona import Persona
 from simulation.llm import registry
 from simulation.llm.registry import AnyLLMSettings
-from simulation.scenario.fields import LongText, ShortText, StrictModel
 from simulation.scenario.measures import Fact, Probe, Topic
 from simulation.scenario.people import PersonaEntry, PopulationEntry
-from simulation.scenario.persona import Persona
 from simulation.scenario.settings import CognitionSettings, MemorySettings
 from simulation.scenario.timeline import Clock, ScheduledEvent
 from simulation.scenario.town import Town

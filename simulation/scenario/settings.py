@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from simulation.scenario.fields import StrictModel
+from simulation.formats.fields import StrictModel
 
 __all__ = ["CognitionSettings", "MemorySettings", "RetrievalWeights"]
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, NaiveDatetime, model_validator
 
-from simulation.scenario.fields import Identifier, LongText, StrictModel
+from simulation.formats.fields import Identifier, LongText, StrictModel
 
 __all__ = ["Clock", "ScheduledEvent"]
 

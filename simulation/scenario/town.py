@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel
+from simulation.formats.fields import Identifier, LongText, ShortText, StrictModel
 
 __all__ = ["PathSpec", "Place", "Town"]
 

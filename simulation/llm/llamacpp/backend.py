@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulation.errors import InputError, Problem, RunError
+from simulation.formats.paths import resolve_path
 from simulation.llm.backend import Messages, OnDone, TokenCounter
 from simulation.llm.llamacpp.chat_format import ChatFormat
 from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts
@@ -37,7 +38,6 @@ from simulation.llm.llamacpp.sampling import Sampler
 from simulation.llm.llamacpp.sequences import DecodeError, Sequences
 from simulation.llm.scoring import ScoredOptions, log_softmax_at
 from simulation.llm.types import LLMRequest, RawCompletion
-from simulation.paths import resolve_path
 
 if TYPE_CHECKING:
     from simulation.llm.settings import LlamaCppSettings

@@ -9,7 +9,7 @@ from datetime import time
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from simulation.scenario.fields import Identifier, LongText, ShortText, StrictModel, Unit, clock_time
+from simulation.formats.fields import Identifier, LongText, ShortText, StrictModel, Unit, clock_time
 
 __all__ = ["HOME", "WORK", "BigFive", "Persona", "Routine", "RoutineItem"]
 

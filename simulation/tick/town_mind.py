@@ -15,14 +15,13 @@ from pydantic import BaseModel
 
 from simulation.agents import AgentState
 from simulation.cognition.mind import CognitionSettings, TickNotes
-from simulation.conversation import Conversation
-from simulation.conversations import Conversations
 from simulation.core import EventKind, Happening, MemoryKind, Moment, Move, PlaceEvent, PlanItem, Provenance
 from simulation.llm.client import Answer, LLMClient, Rating
 from simulation.memory import MemoryNode, MemoryStream, TownMemory
-from simulation.recorder import Recorder
-from simulation.relationships import SocialGraph, Tie
-from simulation.town import TownMap
+from simulation.record.recorder import Recorder
+from simulation.world.conversations import Conversation, Conversations
+from simulation.world.relationships import SocialGraph, Tie
+from simulation.world.town_map import TownMap
 
 if TYPE_CHECKING:
     from simulation.agents import PersonaAgent

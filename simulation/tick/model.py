@@ -21,13 +21,11 @@ from datetime import time as clock_time
 import mesa
 
 from simulation.agents import AgentState, PersonaAgent
-from simulation.batching import BatchLoop
-from simulation.checkpoint import ModelState, capture, restore
 from simulation.cognition import Phase, TickNotes, prompts, scenario_phases
 from simulation.cognition.probe import answer_probe
-from simulation.conversations import Conversations
 from simulation.core import Action, EventKind, Happening, MemoryKind, Moment, PlaceEvent, Provenance, Source, Status
 from simulation.llm.backend import Backend
+from simulation.llm.batching import BatchLoop
 from simulation.llm.client import ClientStats, LLMClient
 from simulation.llm.types import RawCompletion
 from simulation.memory import TownMemory
@@ -37,15 +35,17 @@ from simulation.provenance.details import DetailReader, place_aliases
 from simulation.provenance.facts import fact_text
 from simulation.provenance.probes import score_answer
 from simulation.provenance.tracker import FactTracker
-from simulation.recorder import Recorder
-from simulation.relationships import SocialGraph
+from simulation.record.recorder import Recorder
+from simulation.record.store import RunStore, dumps, sim_iso
 from simulation.scenario import resolve_path
-from simulation.store import RunStore, dumps, sim_iso
-from simulation.town import TownMap
-from simulation.town_mind import TownMind
+from simulation.tick.checkpoint import ModelState, capture, restore
+from simulation.tick.town_mind import TownMind
+from simulation.world.conversations import Conversations
+from simulation.world.relationships import SocialGraph
+from simulation.world.town_map import TownMap
 
 if TYPE_CHECKING:
-    from simulation.settings import RunSettings
+    from simulation.run.settings import RunSettings
 
 
 SEED_IMPORTANCE = 5.0
@@ -69,7 +69,7 @@ class TownModel(mesa.Model):
         """A new run's model, or with ``resume_state`` (``checkpoint.capture``'s JSON) the model of a
         run continued after its last committed tick: memories and the index then come from run.db.
         ``phases`` replaces the cognition phases (default: the scenario's ``cognition.phases``).
-        Everything is built from ``settings`` (resolved once, ``simulation.settings``), in an
+        Everything is built from ``settings`` (resolved once, ``simulation.run.settings``), in an
         order that never changes: the random generators are drawn from while the town is built."""
         super().__init__(seed=settings.seed)
         self.settings = settings
@@ -218,7 +218,7 @@ class TownModel(mesa.Model):
 
     def state(self) -> ModelState:
         """Everything between ticks that run.db's other tables do not hold, each part's as that part
-        gives it (``simulation.checkpoint`` stores it)."""
+        gives it (``simulation.tick.checkpoint`` stores it)."""
         version, internal, gauss = self.random.getstate()
         return ModelState(
             tick=self.tick, agents={a.agent_id: a.state.stored() for a in self.order},
@@ -318,7 +318,7 @@ class TownModel(mesa.Model):
 
     def _think(self) -> int:
         """The cognition phases in order, each run for the people it is due for together
-        (simulation/batching.py: one batch per round of requests); returns how many people and
+        (simulation/llm/batching.py: one batch per round of requests); returns how many people and
         conversations asked the LLM anything. A phase that cannot make progress raises
         ``PhaseStuck`` (a RunError) before the commit."""
         mind = self.mind

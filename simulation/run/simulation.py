@@ -28,16 +28,16 @@ from simulation.errors import RunError
 from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
 from simulation.llm.types import RawCompletion
-from simulation.runner import Run, create_run, finish, resume_run
-from simulation.settings import RunSettings
+from simulation.run.runner import Run, create_run, finish, resume_run
+from simulation.run.settings import RunSettings
 from simulation.scenario import LoadedScenario, load
 
 if TYPE_CHECKING:
     import sqlite_utils
 
     from simulation.cognition import Phase
-    from simulation.model import TownModel
-    from simulation.report import RunSummary
+    from simulation.rundb.summary import RunSummary
+    from simulation.tick.model import TownModel
 
 OnTick = Callable[["Simulation"], None]
 
@@ -196,7 +196,7 @@ class Simulation:
 
     def summary(self) -> RunSummary:
         """What happened so far, from run.db alone (what ``agora run`` prints)."""
-        from simulation.report import summarize
+        from simulation.rundb.summary import summarize
 
         return summarize(self.run_dir / "run.db")
 

@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from simulation.errors import InputError, Problem, RunError
+from simulation.formats.paths import resolve_path
 from simulation.llm.backend import Messages, OnDone, TokenCounter, estimate_tokens
 from simulation.llm.cache import CachedBackend, ReplayCache, default_cache_path
 from simulation.llm.lazy import counter_for
 from simulation.llm.types import LLMRequest, RawCompletion
-from simulation.paths import resolve_path
+from simulation.record.store import TABLES
 from simulation.rundb.connect import connect_ro, db_path, table_names
 from simulation.rundb.diff import SKIPPED_TABLES, first_difference
 from simulation.scenario import LoadedScenario
-from simulation.store import TABLES
 
 __all__ = ["CacheMiss", "Verification", "verify"]
 

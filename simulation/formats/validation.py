@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from simulation.errors import FieldPath, InputError, Problem
-from simulation.scenario.fields import ID_PATTERN
-from simulation.yamlfile import YamlDocument, shown
+from simulation.formats.fields import ID_PATTERN
+from simulation.formats.yamlfile import YamlDocument, shown
 
 __all__ = ["Explain", "pydantic_problems", "validate_document"]
 

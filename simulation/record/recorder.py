@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulation.core import EventKind, Moment, PlanItem
 from simulation.llm.types import CallRecord
-from simulation.store import TickBuffer, dumps, sim_iso
+from simulation.record.store import TickBuffer, dumps, sim_iso
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState

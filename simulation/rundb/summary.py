@@ -1,7 +1,8 @@
 """What happened in a run, computed from run.db alone: the summary `agora run` prints.
 
 Shared numbers (the spread of each fact, who-knows-whom density, LLM totals, the behaviour
-metrics) come from ``simulation.rundb``, which the viewer uses too, so the two never disagree.
+metrics) come from the rest of ``simulation.rundb``, which the viewer uses too, so the two never
+disagree.
 """
 
 from __future__ import annotations

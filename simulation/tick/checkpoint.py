@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulation.conversation import Conversation
 from simulation.core import PlaceEvent
 from simulation.memory.stream import StreamState
+from simulation.world.conversations import Conversation
 
 if TYPE_CHECKING:
-    from simulation.model import TownModel
+    from simulation.tick.model import TownModel
 
 STATE_VERSION = 2
 """2: agent state stored whole (``AgentState``); 1 (before): field by field. (``phases`` was added

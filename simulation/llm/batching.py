@@ -221,8 +221,8 @@ class Batcher(Generic[Req, Res]):
         """Park ``request`` until the loop is idle, then answer it with the rest of its batch."""
         loop = asyncio.get_running_loop()
         if not isinstance(loop, BatchLoop):
-            raise RuntimeError(f"{self.name}: batched requests need a simulation.batching.BatchLoop "
-                               "(use simulation.batching.run(...) instead of asyncio.run(...))")
+            raise RuntimeError(f"{self.name}: batched requests need a simulation.llm.batching.BatchLoop "
+                               "(use simulation.llm.batching.run(...) instead of asyncio.run(...))")
         loop.attach(self)
         future: asyncio.Future[Res] = loop.create_future()
         self._pending.append((request, future))

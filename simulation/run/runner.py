@@ -17,16 +17,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
-from simulation.version import __version__, engine_fingerprint, text_sha256
 from simulation.cognition import Phase
 from simulation.errors import RunError
 from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
 from simulation.llm.types import RawCompletion
-from simulation.model import TownModel
+from simulation.record.store import SCHEMA_VERSION, RunStore, dumps, now_iso
+from simulation.run.settings import RunSettings
 from simulation.scenario import LoadedScenario
-from simulation.settings import RunSettings
-from simulation.store import SCHEMA_VERSION, RunStore, dumps, now_iso
+from simulation.tick.model import TownModel
+from simulation.version import __version__, engine_fingerprint, text_sha256
 
 
 def new_run_id(name: str) -> str:

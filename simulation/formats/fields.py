@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from simulation.strict import StrictModel
+from simulation.formats.strict import StrictModel
 
 __all__ = ["ID_PATTERN", "Identifier", "LongText", "ShortText", "StrictModel", "Unit", "clock_time"]
 
