@@ -7,6 +7,10 @@ this CPU at its first decode: ggml's AMX kernel on a machine whose virtual CPU a
 without giving processes its tile state dies on ``ldtilecfg`` with a general protection fault,
 taking the interpreter with it. So the check runs in a child process and only reports whether
 it survived; the Makefile then rebuilds llama-cpp-python from source with AMX left out.
+
+The probe must reach the kernels a run reaches: ggml sends a matrix product to AMX only when the
+batch has enough rows, so a one-token prompt ("Hello") decodes fine on a wheel that faults at a
+run's first real prompt. It evaluates a prompt of a few hundred tokens, on every core, as a run does.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import sys
 PROBE = """
 from llama_cpp import Llama
 from simulation.llm.llamacpp import bundled_model_path
-llm = Llama(model_path=str(bundled_model_path()), n_ctx=256, n_threads=1, verbose=False)
-llm.create_completion("Hello", max_tokens=2)
+llm = Llama(model_path=str(bundled_model_path()), n_ctx=1024, verbose=False)
+prompt = "Isabella runs Hobbs Cafe, a cosy corner cafe between Maple Row and the town square. " * 12
+llm.create_completion(prompt, max_tokens=4)
 """
 
 
