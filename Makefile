@@ -55,6 +55,12 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install "$(TORCH)"
 	CMAKE_ARGS='$(LLAMA_CMAKE_ARGS) $(CMAKE_ARGS)' $(BIN)/python -m pip install -e ".[dev]"
+	@# a llama-cpp-python wheel from pip's cache may have been built with other flags: if the bundled model
+	@# does not answer here, build it again from source, for this machine (tools/check_llama.py)
+	$(BIN)/python tools/check_llama.py || { \
+		CMAKE_ARGS='$(LLAMA_CMAKE_ARGS) $(CMAKE_ARGS)' $(BIN)/python -m pip install --no-cache-dir --force-reinstall \
+			--no-deps "llama-cpp-python==$$($(BIN)/python -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))')" \
+		&& $(BIN)/python tools/check_llama.py; }
 	@touch $(STAMP)
 
 install: $(STAMP)

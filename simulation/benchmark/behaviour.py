@@ -260,10 +260,28 @@ def rescore_benchmark(report_dir: Path, command: str = "") -> BenchmarkResult:
 
 
 def trajectory(con: object, run_id: str) -> str:
-    """A digest of a run's events in order (who did, said and saw what, when): two seeds whose
-    digests are equal made the same run."""
+    """A digest of what a run's people did, not of the words they used: who was where doing which
+    kind of thing at each tick, who talked with whom and with which moves, who learnt which fact
+    when. Two seeds whose digests are equal made the same run as behaviour goes, even if the model
+    worded its lines differently (a wording-level digest would call every sampled run distinct)."""
+    from simulation.rundb.connect import column_names
+    from simulation.rundb.facts import first_aware
+
     digest = hashlib.sha256()
-    for tick, agent_id, kind, text in con.execute(  # type: ignore[attr-defined]
-            "select tick, agent_id, kind, text from events where run_id = ? order by id", [run_id]):
-        digest.update(f"{tick}\x1f{agent_id}\x1f{kind}\x1f{text}\x1e".encode())
+    queries = [
+        ("events", ("tick", "agent_id", "kind", "place")),
+        ("utterances", ("tick", "speaker_id", "listener_id", "aim")),  # aim: run.db schema 6
+    ]
+    for table, columns in queries:
+        if not set(columns) <= column_names(con, table):
+            continue  # an older layout records less: the digest covers what it has
+        rows = con.execute(f"select {', '.join(columns)} from {table} where run_id = ? order by id",  # type: ignore[attr-defined]
+                           [run_id])
+        for row in rows:
+            digest.update("\x1f".join(map(str, row)).encode() + b"\x1e")
+        digest.update(b"\x1d")
+    for fact_id, learned in sorted(first_aware(con, run_id).items()):  # who learnt it, when, from whom
+        for row in ((fact_id, i.agent_id, i.tick, i.source, i.parent) for i in learned):
+            digest.update("\x1f".join(map(str, row)).encode() + b"\x1e")
+        digest.update(b"\x1d")
     return digest.hexdigest()[:16]

@@ -98,8 +98,9 @@ def _markdown(result: BenchmarkResult, control: BenchmarkResult | None, audit: l
         *([f"**Rescored**: these runs were made by engine `{result.engine}` and are scored here by the rules of "
            f"engine `{result.scored_by}` (`agora bench rescore`): their behaviour is the old engine's, their "
            "verdicts and metrics today's.", ""] if result.scored_by else []),
-        f"**{result.trajectories} distinct trajectories** from {n} seeds (runs whose events differ); *distinct* "
-        "below counts the different values a metric took over the seeds.",
+        f"**{result.trajectories} distinct trajectories** from {n} seeds (runs whose people differ in where they "
+        "were, what kind of thing they did, whom they talked with, which moves they made or who learnt which fact "
+        "when; wording aside); *distinct* below counts the different values a metric took over the seeds.",
     ]
     if control is not None:
         lines += ["", f"**Control**: the same scenario and seeds with no LLM (`{control.backend}`: every answer is its "
