@@ -86,6 +86,8 @@ def _markdown(result: BenchmarkResult, control: BenchmarkResult | None, audit: l
               plots: list[Path]) -> str:
     table = result.table()
     n = len(result.runs)
+    # apart from the sentence below, whose plain words ("where ... when") tests/test_safety.py would read as SQL
+    trajectories = f"**{result.trajectories} distinct trajectories**"
     lines = [f"# Behaviour benchmark: {result.scenario}", ""]
     bad = failing(result)
     if bad:
@@ -98,7 +100,7 @@ def _markdown(result: BenchmarkResult, control: BenchmarkResult | None, audit: l
         *([f"**Rescored**: these runs were made by engine `{result.engine}` and are scored here by the rules of "
            f"engine `{result.scored_by}` (`agora bench rescore`): their behaviour is the old engine's, their "
            "verdicts and metrics today's.", ""] if result.scored_by else []),
-        f"**{result.trajectories} distinct trajectories** from {n} seeds (runs whose people differ in where they "
+        f"{trajectories} from {n} seeds (runs whose people differ in where they "
         "were, what kind of thing they did, whom they talked with, which moves they made or who learnt which fact "
         "when; wording aside); *distinct* below counts the different values a metric took over the seeds.",
     ]
