@@ -17,15 +17,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from simulation.agents import AgentState
-from simulation.cognition import CognitionSettings, Phase, TickNotes
+from simulation.cognition import MindSettings, Phase, TickNotes
 from simulation.core import Aim, Happening, Move, PlaceEvent, Status
 from simulation.llm.backend import estimate_tokens
 from simulation.llm.client import Answer, Rating
-from simulation.memory import MemoryNode, MemoryStream
+from simulation.memory import MemoryNode, MemoryStream, MemoryView
 from simulation.world.conversations import Conversation
 from simulation.world.relationships import SocialGraph, Tie
 
-SETTINGS = CognitionSettings(tick_minutes=10, attention_bandwidth=3, conversation_cooldown=timedelta(minutes=60),
+SETTINGS = MindSettings(tick_minutes=10, attention_bandwidth=3, conversation_cooldown=timedelta(minutes=60),
                              max_conversation_turns=4, reflection_threshold=30.0, context_tokens=2048)
 
 
@@ -43,7 +43,7 @@ class FakeMind:
     tick: int = 0
     places: dict[str, str] = field(default_factory=lambda: {"home_a": "Home A", "cafe": "Cafe"})
     hub: str = "cafe"
-    settings: CognitionSettings = SETTINGS
+    settings: MindSettings = SETTINGS
     kinds: dict[str, str] = field(default_factory=dict)
     """place id -> kind (default: "home" for ids starting with home, else the id itself)."""
     known: list[Happening] = field(default_factory=list)
@@ -140,8 +140,12 @@ class FakeMind:
         return pick
 
     # memory
-    def memories(self, person_id: str) -> MemoryStream:
+    def stream(self, person_id: str) -> MemoryStream:
+        """The person's writable stream (the fake's own, for tests that set a counter up)."""
         return self.streams.setdefault(person_id, MemoryStream())
+
+    def memories(self, person_id: str) -> MemoryView:
+        return MemoryView(self.stream(person_id))
 
     def memory(self, memory_id: int) -> MemoryNode:
         return self.nodes[memory_id]
@@ -151,17 +155,14 @@ class FakeMind:
                           created=self.now, last_accessed=self.now, importance=importance,
                           evidence=tuple(evidence), depth=depth, provenance=provenance)
         self.nodes[node.id] = node
-        stream = self.memories(person_id)
-        stream.add(node)
-        if importance is not None and kind not in ("reflection", "summary"):
-            stream.since_reflection += importance
+        self.stream(person_id).add(node)
         return node
 
     def rate(self, node: MemoryNode, importance: float) -> None:
-        node.importance = float(importance)
-        stream = self.memories(node.agent_id)
-        if node in stream.unrated:
-            stream.unrated.remove(node)
+        self.stream(node.agent_id).rate(node, float(importance))
+
+    def reflected(self, person_id: str) -> None:
+        self.stream(person_id).reflected()
 
     async def retrieve(self, person_id: str, query: str, purpose: str, exclude: Iterable[int] = ()) -> list[MemoryNode]:
         skip = set(exclude)

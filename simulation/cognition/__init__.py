@@ -6,10 +6,10 @@ schema-constrained answer and supplies a safe default, so a model that returns g
 nobody down.
 """
 
-from simulation.cognition.mind import CognitionSettings, Mind, TickNotes
+from simulation.cognition.mind import MindSettings, Mind, TickNotes
 from simulation.cognition.phase import Phase
 from simulation.cognition.question import Question
 from simulation.cognition.phases import DEFAULT, PHASES, default_phases, phase_class, phases_from_names, scenario_phases
 
-__all__ = ["DEFAULT", "PHASES", "CognitionSettings", "Mind", "Phase", "Question", "TickNotes", "default_phases", "phase_class",
+__all__ = ["DEFAULT", "PHASES", "Mind", "MindSettings", "Phase", "Question", "TickNotes", "default_phases", "phase_class",
            "phases_from_names", "scenario_phases"]

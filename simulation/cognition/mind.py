@@ -25,7 +25,7 @@ from simulation.errors import RunError
 if TYPE_CHECKING:
     from simulation.agents import AgentState
     from simulation.llm.client import Answer, Rating
-    from simulation.memory import MemoryNode, MemoryStream
+    from simulation.memory import MemoryNode, MemoryView
     from simulation.world.conversations import Conversation
     from simulation.world.relationships import Tie
 
@@ -33,8 +33,10 @@ T = TypeVar("T", bound=BaseModel)
 
 
 @dataclass(frozen=True)
-class CognitionSettings:
-    """The scenario's numbers that cognition reads."""
+class MindSettings:
+    """The numbers cognition reads, gathered once from the scenario's clock, memory, cognition and
+    llm sections (``RunSettings.cognition``). The file's own ``cognition:`` block is another thing,
+    ``simulation.scenario.CognitionSettings``: what a user writes, checked with its line."""
 
     tick_minutes: int
     attention_bandwidth: int
@@ -108,7 +110,7 @@ class PhaseNotes:
 
 
 class Mind(Protocol):
-    settings: CognitionSettings
+    settings: MindSettings
     notes: TickNotes
 
     # time and places
@@ -153,11 +155,16 @@ class Mind(Protocol):
         ...
 
     # memory
-    def memories(self, person_id: str) -> MemoryStream: ...
+    def memories(self, person_id: str) -> MemoryView:
+        """The person's memory stream, read-only (writes go through the members below)."""
+        ...
     def memory(self, memory_id: int) -> MemoryNode: ...
     def remember(self, person_id: str, kind: MemoryKind, text: str, provenance: Provenance,
                  importance: float | None = None, evidence: tuple[int, ...] = (), depth: int = 0) -> MemoryNode: ...
     def rate(self, node: MemoryNode, importance: float) -> None: ...
+    def reflected(self, person_id: str) -> None:
+        """The person reflected now: their counter towards the next reflection restarts."""
+        ...
     async def retrieve(self, person_id: str, query: str, purpose: str,
                        exclude: Iterable[int] = ()) -> list[MemoryNode]: ...
     async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]: ...

@@ -154,8 +154,8 @@ async def _insights(me: AgentState, mind: Mind, question: str,
 
 async def reflect(me: AgentState, mind: Mind) -> list[MemoryNode]:
     """Reflect once; the counter restarts whatever the model answers."""
+    mind.reflected(me.id)
     stream = mind.memories(me.id)
-    stream.reflected()
     if not stream.nodes:
         return []
     recent, msgs = recent_for_questions(me, mind, stream.nodes)

@@ -117,3 +117,34 @@ class MemoryStream:
                 if len(out) == n:
                     break
         return out[::-1]
+
+
+class MemoryView:
+    """One person's stream as a phase sees it: the nodes, the counter and the recent-node query,
+    none of them writable. Phases add, rate and restart the counter through ``Mind`` (``remember``,
+    ``rate``, ``reflected``), so the stream stays the counter's only writer and a phase cannot
+    reorder or drop a node behind the index's back."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: MemoryStream):
+        self._stream = stream
+
+    @property
+    def nodes(self) -> tuple[MemoryNode, ...]:
+        """Every node, oldest first (a snapshot)."""
+        return tuple(self._stream.nodes)
+
+    @property
+    def unrated(self) -> tuple[MemoryNode, ...]:
+        """Nodes waiting for an importance rating, oldest first (a snapshot)."""
+        return tuple(self._stream.unrated)
+
+    @property
+    def since_reflection(self) -> float:
+        """Summed importance counted towards the next reflection."""
+        return self._stream.since_reflection
+
+    def recent(self, n: int, kinds: tuple[str, ...] | None = None, exclude: tuple[str, ...] = ()) -> list[MemoryNode]:
+        """The ``n`` newest nodes (oldest first), optionally of some kinds only."""
+        return self._stream.recent(n, kinds, exclude)

@@ -12,7 +12,7 @@ runner and the model; nothing below re-reads the scenario's ``llm:`` block or th
   taken from the working directory, one in the scenario from the scenario's folder, ``base_dir``);
 - ``seed``, ``ticks`` (planned), ``out`` (where the run directory goes);
 - ``cognition()``: the numbers cognition reads, gathered from the scenario's clock, memory,
-  cognition and llm sections (the ``Mind``'s ``CognitionSettings``).
+  cognition and llm sections (the ``Mind``'s ``MindSettings``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from simulation.cognition import CognitionSettings
+from simulation.cognition import MindSettings
 from simulation.llm.factory import BackendChoice
 from simulation.scenario import LLMSettings, LoadedScenario
 
@@ -59,11 +59,11 @@ class RunSettings:
         """Where the scenario's relative paths are taken from (its folder)."""
         return Path(self.loaded.path).parent
 
-    def cognition(self) -> CognitionSettings:
+    def cognition(self) -> MindSettings:
         """The numbers cognition reads (``Mind.settings``)."""
         sc = self.loaded.scenario
         cog = sc.cognition
-        return CognitionSettings(
+        return MindSettings(
             tick_minutes=sc.clock.tick_minutes, attention_bandwidth=cog.attention_bandwidth,
             conversation_cooldown=timedelta(minutes=cog.conversation_cooldown_minutes),
             max_conversation_turns=cog.max_conversation_turns, min_conversation_turns=cog.min_conversation_turns,

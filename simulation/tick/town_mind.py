@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from simulation.agents import AgentState
-from simulation.cognition.mind import CognitionSettings, TickNotes
+from simulation.cognition.mind import MindSettings, TickNotes
 from simulation.core import EventKind, Happening, MemoryKind, Moment, Move, PlaceEvent, PlanItem, Provenance
 from simulation.llm.client import Answer, LLMClient, Rating
-from simulation.memory import MemoryNode, MemoryStream, TownMemory
+from simulation.memory import MemoryNode, MemoryView, TownMemory
 from simulation.record.recorder import Recorder
 from simulation.world.conversations import Conversation, Conversations
 from simulation.world.relationships import SocialGraph, Tie
@@ -30,7 +30,7 @@ T = TypeVar("T", bound=BaseModel)
 
 
 class TownMind:
-    def __init__(self, *, settings: CognitionSettings, moment: Moment, llm: LLMClient, memory: TownMemory,
+    def __init__(self, *, settings: MindSettings, moment: Moment, llm: LLMClient, memory: TownMemory,
                  town: TownMap, hub: str, social: SocialGraph, agents: dict[str, PersonaAgent],
                  order: list[AgentState], conversations: Conversations, recorder: Recorder,
                  place_events: Callable[[], list[PlaceEvent]],
@@ -121,8 +121,8 @@ class TownMind:
         return self._llm.count_tokens(messages)
 
     # memory
-    def memories(self, person_id: str) -> MemoryStream:
-        return self._memory.stream(person_id)
+    def memories(self, person_id: str) -> MemoryView:
+        return MemoryView(self._memory.stream(person_id))
 
     def memory(self, memory_id: int) -> MemoryNode:
         return self._memory.nodes[memory_id]
@@ -134,6 +134,9 @@ class TownMind:
 
     def rate(self, node: MemoryNode, importance: float) -> None:
         self._memory.rate(node, importance)
+
+    def reflected(self, person_id: str) -> None:
+        self._memory.stream(person_id).reflected()
 
     async def retrieve(self, person_id: str, query: str, purpose: str,
                        exclude: Iterable[int] = ()) -> list[MemoryNode]:
