@@ -152,6 +152,27 @@ def test_behaviour_of_the_tiny_run(traced):
     assert b["llm.fallback_share.plan"] == pytest.approx(1 / 3)
 
 
+def test_a_line_with_a_raw_control_character_is_measured_as_it_was_answered(tmp_path):
+    """A small model wrote a real tab inside its line; the client took it (json's strict=False), so
+    the behaviour metrics read it the same way instead of failing the run after its probes (a
+    25-person benchmark seed ended "failed" on exactly this)."""
+    from simulation.rundb.behaviour import behaviour
+
+    run = make_traced_run_db(tmp_path / "run")
+    con = sqlite3.connect(run / "run.db")
+    with con:
+        con.execute("insert into llm_calls (id, run_id, tick, agent_id, purpose, completion, parse_ok, fallback) "
+                    "values (99, ?, 1, 'ann', 'utterance', ?, 1, 0)", (RUN_ID, '{"say": "Hello\tBob, come by."}'))
+        con.execute("update utterances set llm_call_id = 99 where id = 1")
+    con.close()
+    with pytest.raises(json.JSONDecodeError):
+        json.loads('{"say": "Hello\tBob, come by."}')  # what failed: strict JSON refuses the raw tab
+    con = connect_ro(run / "run.db")
+    b = behaviour(con, RUN_ID)
+    con.close()
+    assert b["talk.echo_share"] == 1.0, "the stored line (Hello Bob.) is not the answer's words: counted as repaired"
+
+
 # ---------------------------------------------------------------------- who knows whom
 
 def test_density_counts_pairs_who_know_each_other(con):

@@ -150,7 +150,9 @@ def _talk(con: Any, run_id: str, n: int, hours: float) -> Metrics:
     for text, completion in con.execute(
             "select u.text, c.completion from utterances u join llm_calls c on c.id = u.llm_call_id "
             "and c.run_id = u.run_id where u.run_id = ? and c.parse_ok = 1 and c.purpose = 'utterance'", [run_id]):
-        answer = json.loads(completion)["say"]
+        # read as the client read it when the answer came (simulation.llm.client.parse_answer): a raw
+        # newline or tab inside the line is still an answer, and measuring must not fail where answering did not
+        answer = json.loads(completion, strict=False)["say"]
         repaired += answer.strip() != (text or "").strip()
     copied, said = example_utterances(con, run_id)
     return {
@@ -198,7 +200,7 @@ def _plans(con: Any, run_id: str, n: int, hours: float) -> Metrics:
     for completion, in con.execute(
             "select completion from llm_calls where run_id = ? and purpose = 'plan' and parse_ok = 1 "
             "and completion is not null", [run_id]):
-        hours_written = [int(i["hour"]) for i in json.loads(completion)["plan"]]
+        hours_written = [int(i["hour"]) for i in json.loads(completion, strict=False)["plan"]]
         plans += 1
         ordered += all(a < b for a, b in zip(hours_written, hours_written[1:]))
     days: dict[tuple[str, str], set[str]] = defaultdict(set)
