@@ -185,17 +185,15 @@ class FakeMind:
         ended, self.ended = self.ended, []
         return ended
 
-    def start_conversation(self, a: AgentState, b: AgentState, greeting: str, call_id) -> Conversation | None:
+    def start_conversation(self, a: AgentState, b: AgentState, call_id) -> Conversation | None:
         if not (a.free and b.free and a.place == b.place):
             return None
         conv = Conversation(id=len(self.conversations) + len(self.ended) + 1, place=a.place,
-                            participants=(a.id, b.id), started_tick=self.tick, started_at=self.now, next_speaker=b.id)
+                            participants=(a.id, b.id), started_tick=self.tick, started_at=self.now, next_speaker=a.id)
         self.conversations[conv.id] = conv
         for p in (a, b):
             p.resume_status = Status.ACTING if p.status == Status.ACTING else Status.IDLE
             p.status, p.conversation_id = Status.TALKING, conv.id
-        conv.lines.append((a.id, greeting))
-        conv.moves.append(Move(Aim.GREET))
         return conv
 
     def say(self, conv: Conversation, speaker: AgentState, text: str, call_id, move: Move) -> int:

@@ -142,7 +142,7 @@ class FaultServer:
 
 # The scripted backend's answers over HTTP: the purpose is read from the answer schema's fields.
 _PURPOSE_BY_FIELD = {"plan": "plan", "hours": "hours", "steps": "steps",
-                     "decision": "react", "say": "utterance", "summary": "recap", "questions": "questions",
+                     "detail": "react", "say": "utterance", "summary": "recap", "questions": "questions",
                      "insights": "insights", "answer": "probe"}
 
 

@@ -46,8 +46,8 @@ def whisper(mind: FakeMind, pid: str, text: str, importance: float = 5.0) -> int
 
 
 def talk(mind: FakeMind, *lines: tuple[str, Move]):
-    conv = mind.start_conversation(mind.person("ann"), mind.person("bob"), "Hello Bob!", None)
-    for speaker, move in lines:
+    conv = mind.start_conversation(mind.person("ann"), mind.person("bob"), None)
+    for speaker, move in (("ann", Move(Aim.GREET)), *lines):
         mind.say(conv, mind.person(speaker), "words", None, move)
     return conv
 

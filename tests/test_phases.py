@@ -3,7 +3,9 @@ embedder or LLM, so each test takes milliseconds and says exactly what "the mode
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import re
 from datetime import datetime
 
 import pytest
@@ -135,31 +137,69 @@ def test_a_waking_person_chooses_the_day_from_a_menu_then_does_the_hours_activit
 
 def test_choosing_to_talk_opens_a_conversation_after_everyone_decided(mind):
     mind.run(Perceive())
-    mind.answers["react"] = lambda schema, default: {"decision": "talk", "detail": "Morning! Fresh bread today."}
+    mind.answers["react"] = mind.choosing("start a conversation")
     mind.run(Decide())
     assert [c.participants for c in mind.open_conversations()] == [("ann", "bob")], \
         "both wanted to talk: the first in id order opens, the other is no longer free"
     conv = mind.open_conversations()[0]
-    assert conv.lines == [("ann", "Morning! Fresh bread today.")]
+    assert conv.lines == [] and conv.next_speaker == "ann", "the opener speaks first, in the converse phase"
     assert mind.person("ann").status == mind.person("bob").status == Status.TALKING
+    prompt = mind.asked[0].messages[-1]["content"]
+    assert "Example" not in prompt and "start a conversation with Bob" in prompt, "a choice, with no answer shown"
+    mind.answers["aim"] = mind.choosing("greet")
+    mind.answers["utterance"] = lambda schema, default: {"say": "Morning, Bob! Fresh bread today."}
+    mind.run(Converse())
+    assert conv.lines == [("ann", "Morning, Bob! Fresh bread today.")] and conv.moves[0].aim == Aim.GREET
+
+
+def test_the_reaction_is_drawn_from_the_models_probabilities_with_the_questions_seed(mind):
+    from simulation.cognition.react import LABELS, react
+    from simulation.llm.client import Rating
+
+    mind.run(Perceive())
+    ann = mind.person("ann")
+    listed: list[list[str]] = []
+    seed = 0
+
+    async def rating(me, messages, options, values, *, default, purpose):
+        listed.append(re.findall(r"^\d+\. (.*)$", messages[-1]["content"], re.MULTILINE))
+        return Rating(1.0, [0.2, 0.5, 0.3], True, call_id=1, seed=seed)
+
+    mind.ask_rating = rating
+    mind.answers["react"] = lambda schema, default: {"detail": "helping Bob carry flour"}
+
+    def decide(s: int) -> str:
+        nonlocal seed
+        seed = s
+        return asyncio.run(react(ann, mind, ann.focus)).decision
+
+    assert {decide(s) for s in range(40)} == {"continue", "react", "talk"}, "each choice falls to some seed"
+    assert len({decide(7) for _ in range(3)}) == 1, "one seed, one draw: a run replays"
+    mind.settings = dataclasses.replace(mind.settings, choices="argmax")
+    decision = decide(7)
+    assert listed[-1][1].startswith(LABELS[decision]), "argmax takes the most probable option"
 
 
 def test_reacting_to_something_else_takes_half_an_hour_then_the_hour_goes_on(mind):
     mind.run(Perceive())
     ann = mind.person("ann")
     ann.steps, ann.steps_key = [Action("sweeping", "cafe", 20)], (MORNING.date(), 9)
-    mind.answers["react"] = lambda schema, default: {"decision": "react", "detail": "helping Bob carry flour"}
+    mind.answers["react"] = lambda asked, default: ({"detail": "helping Bob carry flour"} if isinstance(asked, type)
+                                                    else mind.choosing("stop and")(asked, default))
     mind.notes.deciding = ["ann"]
     mind.run(Decide())
     assert ("ann", "reaction", "Ann Archer: helping Bob carry flour") in mind.recorded
-    assert [a.purpose for a in mind.asked] == ["react"], "re-planned from now without a question"
+    assert [a.purpose for a in mind.asked] == ["react", "react"], "the choice, what instead; re-planned unasked"
     assert [(a.text, a.place, a.minutes) for a in ann.steps] == [
         ("helping Bob carry flour", "cafe", 30), ("taking it easy", "cafe", 30)]
 
 
 def conversation(mind: FakeMind) -> Conversation:
     ann, bob = mind.person("ann"), mind.person("bob")
-    return mind.start_conversation(ann, bob, "Hello Bob!", None)
+    conv = mind.start_conversation(ann, bob, None)
+    mind.say(conv, ann, "Hello Bob!", None, Move(Aim.GREET))
+    conv.next_speaker = "bob"
+    return conv
 
 
 def test_converse_gives_the_next_speaker_a_move_and_a_line_and_ends_on_goodbye(mind):
@@ -170,9 +210,9 @@ def test_converse_gives_the_next_speaker_a_move_and_a_line_and_ends_on_goodbye(m
     mind.answers["utterance"] = lambda schema, default: {"say": "Hi Ann, the usual please."}
     assert mind.run(Converse()) == ["bob"]
     assert [a.purpose for a in mind.asked] == ["aim", "utterance"], "the move is chosen, then the words"
-    assert "1. " in mind.asked[0].messages[-1]["content"] and "greet Ann back" in mind.asked[0].messages[-1]["content"]
+    assert "1. " in mind.asked[0].messages[-1]["content"] and "greet Ann" in mind.asked[0].messages[-1]["content"]
     assert "- Ann greeted Bob." in asked(mind.asked[1].messages), "the conversation so far, as moves"
-    assert "Now Bob greets Ann back." in mind.asked[1].messages[-1]["content"]
+    assert "Now Bob greets Ann." in mind.asked[1].messages[-1]["content"]
     assert conv.lines[-1] == ("bob", "Hi Ann, the usual please.") and conv.next_speaker == "ann"
     assert [m.aim for m in conv.moves] == [Aim.GREET, Aim.GREET]
     assert mind.notes.talking == ["ann", "bob"] and mind.notes.conversations == 1
@@ -319,7 +359,7 @@ def test_a_person_stops_for_someone_at_most_reactions_per_hour_times_then_again_
 
     mind.settings = dataclasses.replace(mind.settings, reactions_per_hour=2)
     ann = mind.person("ann")
-    mind.answers["react"] = lambda schema, default: {"decision": "continue", "detail": ""}
+    mind.answers["react"] = mind.choosing("carry on")
     for minute in (0, 10, 20):
         mind.now = MORNING.replace(minute=minute)
         ann.last_seen.clear()  # someone new each tick, as in a crowded place

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from simulation.llm.scoring import ScoredOptions
 from simulation.llm.types import LLMRequest
-from simulation.testing.scripted import ScriptedBackend, enum_values
+from simulation.testing.scripted import ScriptedBackend, _labels, decision_of, enum_values
 
 TELLING = Path(__file__).parent / "data" / "good" / "telling.yaml"
 
@@ -37,10 +38,11 @@ class Telling(ScriptedBackend):
         if req.purpose == "plan":
             hours = enum_values(req.json_schema, "hour")
             return json.dumps({"plan": [{"hour": hours[0], "choice": 1}]})  # the usual day (their habits)
-        if req.purpose == "react":
-            talk = who != "bob" and "talk" in req.json_schema["properties"]["decision"]["enum"] \
-                if "properties" in (req.json_schema or {}) else who != "bob"
-            return json.dumps({"decision": "talk" if talk else "continue", "detail": LINES[who] if talk else ""})
+        if req.purpose == "react" and req.options is not None:
+            wanted = "talk" if who != "bob" else "continue"
+            labels = {decision_of(label): o for o, label in _labels(req).items()}
+            picked = labels.get(wanted, labels.get("continue"))
+            return ScoredOptions([0.0 if o == picked else None for o in req.options], exact=True).to_text()
         if req.purpose == "utterance":
             return json.dumps({"say": LINES[who]})
         if req.purpose == "recap":

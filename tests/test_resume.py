@@ -226,3 +226,18 @@ def test_a_stuck_phase_stops_at_the_tick_boundary_names_who_waits_and_resumes_ex
     resumed.model.ask_probes()
     resumed.close("finished")
     assert_same_run(reference, resumed.run_dir)
+
+
+def test_resumed_memories_keep_their_whole_provenance(make_run):
+    """A memory's fact (a whisper's) and a line's words come back on resume: what a person still
+    has to tell someone depends on them (``aims.untold_news``), so losing them changed later moves."""
+    run = make_run(ScriptedBackend(), ticks=TICKS)
+    step_run(run, 6)
+    before = {n.id: n.provenance for n in run.model.memory.nodes.values()}
+    assert any(p is not None and p.fact for p in before.values()), "a whisper names its fact"
+    assert any(p is not None and p.quote for p in before.values()), "a line heard keeps its words"
+    run.close("failed")
+    resumed = Simulation.resume(run.run_dir, backend=ScriptedBackend())
+    after = {n.id: n.provenance for n in resumed.model.memory.nodes.values()}
+    resumed.close("failed")
+    assert after == before

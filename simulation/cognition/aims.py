@@ -6,7 +6,7 @@ from the other's last move and from what the speaker has to offer:
 * a question is answered (the only move: the answer's content is the speaker's own plan, what
   they have been doing, or their news);
 * an invitation is accepted or declined;
-* otherwise: greet back (on one's first line), reply (to news just told or a question just
+* otherwise: greet (on one's first line: the opener's, or the answer to it), reply (to news just told or a question just
   answered), share the most important news the speaker has not told this person (and did not
   hear from them), invite them to something the speaker knows will happen and has not invited
   them to, ask them something not asked yet in this conversation, or say goodbye (from the
@@ -140,12 +140,12 @@ def aim_menu(me: AgentState, mind: Mind, conv: Conversation) -> list[Move]:
 
 
 _OPTION = {
-    Aim.GREET: "greet {o} back", Aim.SHARE: "tell {o}: {topic}", Aim.INVITE: "invite {o} to {topic}",
+    Aim.GREET: "greet {o}", Aim.SHARE: "tell {o}: {topic}", Aim.INVITE: "invite {o} to {topic}",
     Aim.ASK: "ask {o} about {ask}", Aim.ANSWER: "answer: {topic}", Aim.REPLY: "reply to what {o} just said",
     Aim.ACCEPT: "accept the invitation", Aim.DECLINE: "decline the invitation", Aim.END: "say goodbye to {o}",
 }
 _NOW = {
-    Aim.GREET: "greets {o} back.", Aim.SHARE: "tells {o} this: {topic}", Aim.INVITE: "invites {o} to {topic}.",
+    Aim.GREET: "greets {o}.", Aim.SHARE: "tells {o} this: {topic}", Aim.INVITE: "invites {o} to {topic}.",
     Aim.ASK: "asks {o} about {ask}.", Aim.ANSWER: "answers {o}'s question. {topic}.",
     Aim.REPLY: "replies to what {o} just said ({topic}), saying what {me} thinks of it.",
     Aim.ACCEPT: "gladly accepts {o}'s invitation to {topic}.",

@@ -80,7 +80,7 @@ def _moves(mind: Mind, conv: Conversation, lines: int = DIALOGUE_LINES) -> list[
     return [done_text(move, names[speaker], names[conv.partner(speaker)]) for (speaker, _), move in pairs]
 
 
-def _shuffled(n: int, key: str) -> list[int]:
+def shuffled(n: int, key: str) -> list[int]:
     """A fixed permutation of ``range(n)`` for ``key``: the order a menu's options are shown in,
     so a model's preference for the first option does not always pick the same kind of move."""
     order = list(range(n))
@@ -116,7 +116,7 @@ async def choose_move(me: AgentState, mind: Mind, conv: Conversation, menu: list
     if len(menu) == 1:
         return menu[0]
     other_first = base["other_first"]
-    order = _shuffled(len(menu), f"{conv.id}/{conv.turns}/{me.id}")
+    order = shuffled(len(menu), f"{conv.id}/{conv.turns}/{me.id}")
     shown = [menu[i] for i in order]
     msgs = prompts.messages(me.system_prompt, "aim.j2", **base,
                             options=[option_text(m, me.first_name, other_first) for m in shown])

@@ -3,10 +3,11 @@
 On waking, the day's plan (chosen from a menu, ``plan.daily_plan``; the background crowd's is
 their usual day, asked of nobody: ``plan.usual_day``); on noticing something
 (``me.focus``), a reaction — carry on, do something else now (which drops what was queued
-for the hour), or start a conversation; and with nothing queued for the hour, the hour's
-activity (no question). People who chose to talk open their
+for the hour), or start a conversation (a drawn choice: ``react``); and with nothing queued for
+the hour, the hour's activity (no question). People who chose to talk open their
 conversations together after everyone has decided (``finish``), in id order, so who gets to
-talk to whom does not depend on which answer came back first.
+talk to whom does not depend on which answer came back first; the opener's first line is said
+in the converse phase that follows, as a move like any other.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ class Decide(Phase):
     reads = frozenset({"deciding"})
 
     def __init__(self) -> None:
-        self.intents: dict[str, tuple[str, str, int | None]] = {}
-        """Who wants to talk: initiator -> (the other, the opening line, its llm_calls id)."""
+        self.intents: dict[str, tuple[str, int | None]] = {}
+        """Who wants to talk: initiator -> (the other, the llm_calls id that decided it)."""
 
     def select(self, mind: Mind) -> list[AgentState]:
         self.intents = {}
@@ -48,7 +49,7 @@ class Decide(Phase):
                 me.stopped_for.append(mind.now)
             reaction = await react(me, mind, focus)
             if reaction.decision == TALK and focus.other is not None:
-                self.intents[me.id] = (focus.other, reaction.detail, reaction.call_id)
+                self.intents[me.id] = (focus.other, reaction.call_id)
                 return  # the hour's steps can wait until after the conversation
             if reaction.decision == REACT:
                 mind.record(me, EventKind.REACTION, f"{me.persona.name}: {reaction.detail}",
@@ -59,5 +60,5 @@ class Decide(Phase):
 
     def finish(self, mind: Mind) -> None:
         for initiator in sorted(self.intents):
-            other, greeting, call_id = self.intents[initiator]
-            mind.start_conversation(mind.person(initiator), mind.person(other), greeting, call_id)
+            other, call_id = self.intents[initiator]
+            mind.start_conversation(mind.person(initiator), mind.person(other), call_id)

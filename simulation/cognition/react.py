@@ -1,8 +1,17 @@
 """Reacting to what a person notices (someone free to talk, a new event at their place).
 
-Three choices, as in Generative Agents: carry on with the plan, react (do something else
-now, which re-plans the rest of the hour from the current time), or start a conversation
-(the answer's detail is the opening line).
+Three choices, as in Generative Agents: carry on with the plan, react (do something else now,
+which re-plans the rest of the hour from the current time), or start a conversation. The choice
+is a scored one, like a conversation's move (``converse.choose_move``): the options are listed
+in an order shuffled per person and moment, the model's probabilities over their numbers are
+read, and the choice is drawn from them with the question's own seed (``converse.draw``; the
+most probable one under ``cognition.choices: argmax``). The prompt shows no example answer, so
+the decision is the model's, not a copy of the prompt's; two seeds of a run can make different
+people talk.
+
+Only a reaction asks a second question: what the person does instead (free text). Someone who
+chose to talk says nothing yet: their opening line is the conversation's first move, chosen
+from what they have to offer (greet, share news, invite, ask) in the converse phase.
 """
 
 from __future__ import annotations
@@ -12,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
 from simulation.cognition.context import context
-from simulation.cognition.converse import check_line
-from simulation.cognition.schemas import clip, react_model
+from simulation.cognition.converse import check_line, draw, shuffled
+from simulation.cognition.schemas import ReactDetail
 from simulation.core import Focus, Purpose
 
 if TYPE_CHECKING:
@@ -28,34 +37,58 @@ class Reaction:
     decision: str
     detail: str
     call_id: int | None
+    """The llm_calls row that decided (the detail's, for a reaction)."""
 
 
-def _salutation(hour: int) -> str:
-    return "Good morning" if hour < 12 else "Good afternoon" if hour < 18 else "Good evening"
+LABELS = {CONTINUE: "carry on", TALK: "start a conversation with", REACT: "stop and"}
+"""How each choice's words begin on the menu (what a test double recognises an option by)."""
+
+
+def options(other_first: str | None, doing: str, event: bool) -> dict[str, str]:
+    """The choices as the person's menu lists them (decision -> its words)."""
+    out = {CONTINUE: f"{LABELS[CONTINUE]} {doing}" if doing else f"{LABELS[CONTINUE]} with the plan"}
+    if other_first is not None:
+        out[TALK] = f"{LABELS[TALK]} {other_first}"
+    out[REACT] = f"{LABELS[REACT]} respond to what is happening" if event and other_first is None else \
+        f"{LABELS[REACT]} do something else now"
+    return out
 
 
 async def react(me: AgentState, mind: Mind, focus: Focus) -> Reaction:
     other = mind.person(focus.other) if focus.other is not None else None
     event = focus.event
-    model = react_model(other is not None)
     if other is not None:
-        example = model(decision=TALK, detail=clip(f"{_salutation(mind.now.hour)}, {other.first_name}!", 120))
         query = f"{other.persona.name} {mind.doing(other)}"
     else:
-        example = model(decision=CONTINUE, detail="")
         query = event.text if event else ""
     if event is not None:
         query = f"{event.text} {query}".strip()
     ctx = await context(me, mind, query, Purpose.REACT)
     tie = mind.tie(me.id, other.id) if other else None
-    msgs = prompts.messages(
-        me.system_prompt, "react.j2", **ctx, event=event.text if event else "",
-        other=other.persona if other else None, other_first=other.first_name if other else "",
-        other_doing=mind.doing(other) if other else "", relationship=tie.view if tie else "",
-        example=example.model_dump_json(),
+    situation = dict(
+        ctx, event=event.text if event else "", other=other.persona if other else None,
+        other_first=other.first_name if other else "", other_doing=mind.doing(other) if other else "",
+        relationship=tie.view if tie else "",
     )
-    answer = await mind.ask(me, msgs, model, default=model(decision=CONTINUE, detail=""), purpose=Purpose.REACT,
-                            max_tokens=64,
-                            check=lambda v: check_line(v.detail, []) if v.decision in (TALK, REACT) else None)
-    value = answer.value
-    return Reaction(value.decision, value.detail.strip(), answer.call_id)
+    menu = options(other.first_name if other else None, mind.doing(me), event is not None)
+    decisions = list(menu)
+    order = shuffled(len(decisions), f"react/{me.id}/{mind.now.isoformat()}/{focus.other or ''}")
+    shown = [decisions[i] for i in order]
+    msgs = prompts.messages(me.system_prompt, "react.j2", **situation, options=[menu[d] for d in shown])
+    numbers = [str(i) for i in range(1, len(shown) + 1)]
+    continuing = float(shown.index(CONTINUE) + 1)
+    rating = await mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, len(shown) + 1)],
+                                   default=continuing, purpose=Purpose.REACT)
+    if rating.probabilities:
+        decision = shown[draw(rating.probabilities, mind.settings.temperature, rating.seed, mind.settings.choices)]
+    else:
+        decision = shown[min(len(shown), max(1, round(rating.value))) - 1]
+    if decision != REACT:
+        return Reaction(decision, "", rating.call_id)
+    msgs = prompts.messages(me.system_prompt, "react_detail.j2", **situation)
+    default = ReactDetail.model_construct(detail="")  # unused: without a usable answer the plan goes on
+    answer = await mind.ask(me, msgs, ReactDetail, default=default, purpose=Purpose.REACT, max_tokens=48,
+                            check=lambda v: check_line(v.detail, []))
+    if not answer.ok:  # nothing usable to do instead: the plan goes on
+        return Reaction(CONTINUE, "", answer.call_id)
+    return Reaction(REACT, answer.value.detail.strip(), answer.call_id)

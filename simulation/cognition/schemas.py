@@ -38,11 +38,11 @@ class Answer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class ReactAnswer(Answer):
-    """On noticing someone or something: carry on, change what you are doing, or start talking."""
+class ReactDetail(Answer):
+    """What a person who stopped for something does instead (the decision to stop was a scored
+    choice: ``cognition.react``)."""
 
-    decision: str
-    detail: Annotated[str, Field(max_length=120, description="the greeting, or what you do instead")]
+    detail: _text(120)  # type: ignore[valid-type]
 
 
 class UtteranceAnswer(Answer):
@@ -89,12 +89,6 @@ class Insights(Answer):
 
 MAX_PLAN_ITEMS = 10
 MAX_INSIGHTS = 5
-
-
-@lru_cache(maxsize=32)
-def react_model(can_talk: bool) -> type[ReactAnswer]:
-    choices = Literal["continue", "react", "talk"] if can_talk else Literal["continue", "react"]
-    return create_model("ReactAnswer", __base__=ReactAnswer, decision=(choices, ...))
 
 
 @lru_cache(maxsize=64)

@@ -6,14 +6,15 @@ control answers with no model at all, so a benchmark run with it beside the LLM'
 LLM adds above the script (``agora bench behaviour --control``, docs/behaviour.md):
 
 - a question whose prompt shows an example answer (``Example: {...}``, as every cognition prompt
-  that the engine parses does) is answered with that example, copied: a reaction says what the
-  example says (talk, with its greeting), a line is the example line, a plan is the usual day;
-- a scored question (options, e.g. the move to make in a conversation or an importance rating)
-  puts all its probability on the first option the prompt lists: the move listed first (the
-  engine lists a conversation's moves in a fixed shuffled order, so this is an arbitrary one of
-  those offered, the same in every seed), importance 1;
-- a question with no example (a probe) is answered "I don't know." in every text field its schema
-  requires: the constant guess, honest by construction.
+  that the engine parses does) is answered with that example, copied: a line is the example line,
+  a plan is the usual day;
+- a scored question (options, e.g. whether to talk, the move to make in a conversation or an
+  importance rating) puts all its probability on the first option the prompt lists: the
+  reaction or move listed first (the engine lists them in a fixed shuffled order, so this is an
+  arbitrary one of those offered, the same in every seed), importance 1;
+- a question with no example (a probe, what a person does who stopped for something) is
+  answered "I don't know." in every text field its schema requires: the constant guess, honest
+  by construction for a probe.
 
 It is deterministic and ignores the seed: every seed of the control is the same run, which a
 report says ("1 distinct trajectory").

@@ -15,6 +15,7 @@ Every retrieval is logged (``retrievals``), every node and its vector go to run.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -49,11 +50,27 @@ def _parse(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%d %H:%M")
 
 
-def _provenance(row: dict) -> Provenance | None:
+def _provenance(row: dict, fact: str | None = None, quote: str | None = None) -> Provenance | None:
+    """A memory row's provenance; ``fact`` and ``quote`` are held by other tables (the memory's
+    declared ``fact_memories`` row, its line's ``utterances.text``)."""
     if not row.get("source"):
         return None
     return Provenance(Source(row["source"]), row.get("from_agent"), row.get("utterance_id"), row.get("event_id"),
-                      row.get("conversation_id"))
+                      row.get("conversation_id"), fact=fact, quote=quote)
+
+
+_RECAP = re.compile(r"^Talked with .+? at .+?: (.*)$", re.S)
+"""A recap memory's text (``converse._keep_recap``): its quote is the summary after the prefix."""
+
+
+def _quote(row: dict, lines: dict[int, str]) -> str | None:
+    """The words a memory's provenance quotes: a line's (said or heard), a recap's summary."""
+    if row.get("source") in ("said", "heard"):
+        return lines.get(row.get("utterance_id"))  # type: ignore[arg-type]
+    if row.get("source") == "recapped":
+        match = _RECAP.match(row["text"])
+        return match.group(1) if match else None
+    return None
 
 
 def clamp_importance(value: float) -> float:
@@ -311,6 +328,9 @@ class TownMemory:
         memory = cls(settings, epoch, embedder)
         stored = {r[0]: r[1] for r in db.execute(
             "select memory_id, vector from embeddings where run_id = ?", [run_id]).fetchall()}
+        declared = {r[0]: r[1] for r in db.execute(
+            "select memory_id, fact_id from fact_memories where run_id = ? and declared = 1", [run_id]).fetchall()}
+        lines = {r[0]: r[1] for r in db.execute("select id, text from utterances where run_id = ?", [run_id]).fetchall()}
         nodes = []
         for r in db.query("select * from memories where run_id = ? order by id", [run_id]):
             created = _parse(r["sim_time"])
@@ -318,7 +338,8 @@ class TownMemory:
                 id=r["id"], agent_id=r["agent_id"], kind=r["kind"], text=r["text"], tick=r["tick"], created=created,
                 last_accessed=_parse(r["last_accessed"]) if r.get("last_accessed") else created,
                 importance=r["importance"], evidence=tuple(json.loads(r["evidence"])) if r["evidence"] else (),
-                depth=r.get("depth") or 0, provenance=_provenance(r),
+                depth=r.get("depth") or 0,
+                provenance=_provenance(r, declared.get(r["id"]), _quote(r, lines)),
             )
             memory.nodes[node.id] = node
             memory.stream(node.agent_id).add(node)

@@ -5,8 +5,9 @@ prompt). A small model often copies it word for word; such a line is the engine 
 person. ``talk.example_share`` counts the lines that are their example, and the spread of a fact
 is split by whether the line that told someone was the model's own words or the example
 (``facts.F.told_own_words``). A line's example is found in the prompt of the LLM call that
-wrote it (``utterances.llm_call_id``): a conversation line's ``say``, or the ``detail`` of the
-reaction whose opening line started the conversation.
+wrote it (``utterances.llm_call_id``): a conversation line's ``say``, or, in runs of engines
+before the reaction became a drawn choice, the ``detail`` of the reaction whose opening line
+started the conversation (today an opening line is a conversation move like any other).
 
 Standard library only (see the package's docstring).
 """

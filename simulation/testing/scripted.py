@@ -10,7 +10,8 @@ nothing. What it answers:
 * ``aim`` (a conversation's next move): a goodbye as line ``end_after``, else a move of
   ``prefer``, else any other move, picked with the seed (``ScriptedBackend.aim``).
 * ``plan``: every other hour from now, a choice picked with the seed (the schema's enums).
-* ``react``: ``react`` when someone can be talked to ("talk" by default), else ``react_alone``.
+* ``react`` (a choice, then for a reaction what the person does): ``react`` when someone can be
+  talked to ("talk" by default), else ``react_alone``; the detail "going over to have a look".
 * ``utterance``: a numbered line about the party, then the question's own example line for the
   chosen move (so it does what the move is for: tells the news, asks with a "?").
 * ``recap``, ``questions``, ``insights`` (citing the schema's statement numbers), ``probe*``:
@@ -41,13 +42,14 @@ from typing import Any
 
 from simulation.cognition.aims import option_text
 from simulation.cognition.prompts import DATA_TAGS
+from simulation.cognition.react import LABELS, TALK
 from simulation.core import Aim, Move, Purpose
 from simulation.llm.backend import OnDone
 from simulation.llm.scoring import ScoredOptions
 from simulation.llm.types import LLMRequest, RawCompletion, asked
 
-__all__ = ["AnsweringBackend", "ScriptedBackend", "conversation_lines", "enum_values", "example_answer", "fill",
-           "move_of", "shown"]
+__all__ = ["AnsweringBackend", "ScriptedBackend", "conversation_lines", "decision_of", "enum_values",
+           "example_answer", "fill", "move_of", "shown"]
 
 
 # ----------------------------------------------------------------------------- the answer's schema
@@ -163,12 +165,22 @@ def move_of(label: str) -> Aim | None:
     return next((aim for head, aim in _option_heads() if label.startswith(head)), None)
 
 
-def _choices(req: LLMRequest) -> dict[str, Aim | None]:
-    """Each option of a move question (its number) and the move it stands for: the request carries
-    only the numbers; what each is, is the numbered list of its ``<choices>`` block."""
+def _labels(req: LLMRequest) -> dict[str, str]:
+    """Each option of a choice question (its number) and its words: the request carries only the
+    numbers; what each is, is the numbered list of its ``<choices>`` block."""
     blocks = shown(req, "choices")
     labels = [line.split(". ", 1)[-1] for line in (blocks[-1].splitlines() if blocks else []) if line.strip()]
-    return {o: (move_of(labels[i]) if i < len(labels) else None) for i, o in enumerate(req.options or [])}
+    return {o: (labels[i] if i < len(labels) else "") for i, o in enumerate(req.options or [])}
+
+
+def _choices(req: LLMRequest) -> dict[str, Aim | None]:
+    """Each option of a move question (its number) and the move it stands for."""
+    return {o: move_of(label) for o, label in _labels(req).items()}
+
+
+def decision_of(label: str) -> str | None:
+    """The decision an option of a reaction question stands for (``react.LABELS``)."""
+    return next((d for d, head in LABELS.items() if label.startswith(head)), None)
 
 
 def example_answer(req: LLMRequest) -> dict[str, Any] | None:
@@ -273,6 +285,10 @@ class ScriptedBackend(AnsweringBackend):
         options = list(req.options or [])
         if req.purpose == Purpose.AIM:
             return self.aim(req, random.Random(req.seed))
+        if req.purpose == Purpose.REACT:
+            decisions = {decision_of(label): o for o, label in _labels(req).items()}
+            wanted = self.react if TALK in decisions else self.react_alone
+            return decisions.get(wanted, options[0])
         if req.purpose == Purpose.IMPORTANCE:
             memories = shown(req, "memory")
             if memories and str(self.importance(memories[-1])) in options:
@@ -324,11 +340,7 @@ class ScriptedBackend(AnsweringBackend):
                 answer = {"yesterday": "A busy day of errands and talk about the party.", **answer}
             return json.dumps(answer)
         if req.purpose == Purpose.REACT:
-            choices = enum_values(schema, "decision")
-            decision = self.react if "talk" in choices else self.react_alone
-            detail = {"talk": "Hello there! Have you heard about the party?", "react": "going over to have a look",
-                      "continue": ""}[decision]
-            return json.dumps({"decision": decision, "detail": detail})
+            return json.dumps({"detail": "going over to have a look"})
         if req.purpose == Purpose.UTTERANCE:
             return json.dumps({"say": self.utterance(req)})
         if req.purpose == Purpose.RECAP:

@@ -158,9 +158,8 @@ class TownMind:
     def take_ended_conversations(self) -> list[Conversation]:
         return self._conversations.take_ended()
 
-    def start_conversation(self, a: AgentState, b: AgentState, greeting: str,
-                           call_id: int | None) -> Conversation | None:
-        return self._conversations.start(a, b, greeting, call_id)
+    def start_conversation(self, a: AgentState, b: AgentState, call_id: int | None) -> Conversation | None:
+        return self._conversations.start(a, b, call_id)
 
     def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None, move: Move) -> int | None:
         return self._conversations.say(conv, speaker, text, call_id, move)

@@ -94,14 +94,15 @@ class Conversations:
         ended, self.ended = self.ended, []
         return ended
 
-    def start(self, a: AgentState, b: AgentState, greeting: str, call_id: int | None) -> Conversation | None:
-        """``a`` opens with ``greeting`` if both are still free at the same place (else None)."""
+    def start(self, a: AgentState, b: AgentState, call_id: int | None) -> Conversation | None:
+        """``a`` opens a conversation with ``b`` if both are still free at the same place (else None);
+        ``a`` speaks first (``call_id``: the question that decided to talk, kept in the start event)."""
         if not (a.free and b.free and a.place == b.place):
             return None
         now = self.moment.now
         conv = Conversation(
             id=self.next_id(), place=a.place, participants=(a.id, b.id),
-            started_tick=self.moment.tick, started_at=now, next_speaker=b.id,
+            started_tick=self.moment.tick, started_at=now, next_speaker=a.id,
         )
         self.open[conv.id] = conv
         for person in (a, b):
@@ -110,8 +111,8 @@ class Conversations:
             person.conversation_id = conv.id
             person.last_talk[conv.partner(person.id)] = now
         self.recorder.event(a, EventKind.CONVERSATION_START, f"{a.persona.name} starts talking with {b.persona.name}",
-                            {"conversation_id": conv.id, "with": b.id})
-        self.say(conv, a, greeting, call_id, Move(Aim.GREET))
+                            {"conversation_id": conv.id, "with": b.id, "llm_call_id": call_id})
+        self.save(conv)
         return conv
 
     def say(self, conv: Conversation, speaker: AgentState, text: str, call_id: int | None, move: Move) -> int | None:
