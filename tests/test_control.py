@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from simulation.llm.control import DONT_KNOW, ControlBackend
+from simulation.llm.control import DONT_KNOW, REACTION, ControlBackend
 from simulation.llm.scoring import ScoredOptions
 from simulation.llm.types import LLMRequest
 
@@ -22,6 +22,13 @@ def test_the_control_copies_the_example_takes_the_first_option_and_claims_nothin
     assert scored.probabilities()[0] > 0.999999
     probe = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
     assert json.loads(_ask("Do you know of a party?", probe)) == {"answer": DONT_KNOW}
+
+
+def test_a_person_who_stopped_for_something_takes_a_look_around_not_an_i_dont_know_action():
+    detail = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"]}
+    request = LLMRequest(messages=[{"role": "user", "content": "Ann stops. What does Ann do instead?"}],
+                         json_schema=detail, purpose="react")
+    assert json.loads(ControlBackend().generate([request])[0].text) == {"detail": REACTION}
 
 
 def test_a_retry_is_answered_with_the_original_questions_example():

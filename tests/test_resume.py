@@ -232,10 +232,11 @@ def test_resumed_memories_keep_their_whole_provenance(make_run):
     """A memory's fact (a whisper's) and a line's words come back on resume: what a person still
     has to tell someone depends on them (``aims.untold_news``), so losing them changed later moves."""
     run = make_run(ScriptedBackend(), ticks=TICKS)
-    step_run(run, 6)
+    step_run(run, 12)
     before = {n.id: n.provenance for n in run.model.memory.nodes.values()}
     assert any(p is not None and p.fact for p in before.values()), "a whisper names its fact"
-    assert any(p is not None and p.quote for p in before.values()), "a line heard keeps its words"
+    assert {str(p.source) for p in before.values() if p is not None and p.quote} >= {"heard", "said", "recapped",
+                                                                                      "perceived"}
     run.close("failed")
     resumed = Simulation.resume(run.run_dir, backend=ScriptedBackend())
     after = {n.id: n.provenance for n in resumed.model.memory.nodes.values()}

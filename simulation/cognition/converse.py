@@ -202,7 +202,8 @@ async def recap(me: AgentState, mind: Mind, conv: Conversation) -> None:
 def _keep_recap(me: AgentState, mind: Mind, conv: Conversation, other: AgentState, value: RecapAnswer) -> None:
     mind.remember(me.id, MemoryKind.CONVERSATION, f"Talked with {other.persona.name} at "
                   f"{mind.place_name(conv.place)}: {value.summary.strip()}",
-                  Provenance(Source.RECAPPED, from_agent=other.id, conversation_id=conv.id, quote=value.summary),
+                  Provenance(Source.RECAPPED, from_agent=other.id, conversation_id=conv.id,
+                             quote=value.summary.strip()),
                   importance=value.importance)
     for memory_id in conv.memory_ids.get(me.id, []):
         mind.rate(mind.memory(memory_id), value.importance)

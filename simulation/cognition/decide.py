@@ -53,7 +53,8 @@ class Decide(Phase):
                 return  # the hour's steps can wait until after the conversation
             if reaction.decision == REACT:
                 mind.record(me, EventKind.REACTION, f"{me.persona.name}: {reaction.detail}",
-                            {"event_id": focus.event.id if focus.event else None, "other": focus.other})
+                            {"event_id": focus.event.id if focus.event else None, "other": focus.other,
+                             "llm_call_id": reaction.call_id})
                 me.interrupt(reaction.detail)
         if me.status == Status.IDLE and not me.has_steps(mind.now):
             await plan_steps(me, mind)

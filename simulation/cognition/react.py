@@ -70,7 +70,7 @@ async def react(me: AgentState, mind: Mind, focus: Focus) -> Reaction:
         other_first=other.first_name if other else "", other_doing=mind.doing(other) if other else "",
         relationship=tie.view if tie else "",
     )
-    menu = options(other.first_name if other else None, mind.doing(me), event is not None)
+    menu = options(other.first_name if other else None, ctx["doing"], event is not None)
     decisions = list(menu)
     order = shuffled(len(decisions), f"react/{me.id}/{mind.now.isoformat()}/{focus.other or ''}")
     shown = [decisions[i] for i in order]

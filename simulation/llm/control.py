@@ -12,9 +12,10 @@ LLM adds above the script (``agora bench behaviour --control``, docs/behaviour.m
   importance rating) puts all its probability on the first option the prompt lists: the
   reaction or move listed first (the engine lists them in a fixed shuffled order, so this is an
   arbitrary one of those offered, the same in every seed), importance 1;
-- a question with no example (a probe, what a person does who stopped for something) is
-  answered "I don't know." in every text field its schema requires: the constant guess, honest
-  by construction for a probe.
+- what a person who stopped for something does instead (no example shown) is "takes a look
+  around";
+- a question with no example (a probe) is answered "I don't know." in every text field its
+  schema requires: the constant guess, honest by construction.
 
 It is deterministic and ignores the seed: every seed of the control is the same run, which a
 report says ("1 distinct trajectory").
@@ -36,6 +37,9 @@ from simulation.llm.types import LLMRequest, RawCompletion
 __all__ = ["ControlBackend", "DONT_KNOW"]
 
 DONT_KNOW = "I don't know."
+REACTION = "takes a look around"
+"""What a person who stopped for something does instead, in the control (the question shows no
+example, and "I don't know." would become a half-hour action)."""
 _EXAMPLE = re.compile(r"^Example: (\{.*\})\s*$", re.MULTILINE)
 _UNLIKELY = -30.0
 """The log-probability of every option but the first (e**-30: nothing a draw ever picks)."""
@@ -70,6 +74,8 @@ class ControlBackend:
         example = _example(request.messages)
         if example is not None:
             return example
+        if request.purpose == "react":  # what a person who stopped does instead: the script's plain action
+            return json.dumps({"detail": REACTION})
         return json.dumps(_dont_know(request.json_schema or {}))
 
     def close(self) -> None:

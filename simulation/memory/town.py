@@ -61,6 +61,8 @@ def _provenance(row: dict, fact: str | None = None, quote: str | None = None) ->
 
 _RECAP = re.compile(r"^Talked with .+? at .+?: (.*)$", re.S)
 """A recap memory's text (``converse._keep_recap``): its quote is the summary after the prefix."""
+_SEEN = re.compile(r"^At .+?: (.*)$", re.S)
+"""A place event seen (``perceive``): its quote is the event's text after the place."""
 
 
 def _quote(row: dict, lines: dict[int, str]) -> str | None:
@@ -69,6 +71,9 @@ def _quote(row: dict, lines: dict[int, str]) -> str | None:
         return lines.get(row.get("utterance_id"))  # type: ignore[arg-type]
     if row.get("source") == "recapped":
         match = _RECAP.match(row["text"])
+        return match.group(1) if match else None
+    if row.get("source") == "perceived" and row.get("event_id") is not None:
+        match = _SEEN.match(row["text"])
         return match.group(1) if match else None
     return None
 

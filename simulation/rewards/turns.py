@@ -189,7 +189,9 @@ def _events(log: _Log) -> list[Turn]:
         data = _completion(e["data"])
         noticed = ""
         if e["kind"] == "reaction":
-            call = reacts.get((e["agent_id"], e["tick"]))
+            # the call that wrote what the person does instead (recorded with the event since the
+            # reaction became a drawn choice); older runs: the agent's react call of that tick
+            call = data["llm_call_id"] if "llm_call_id" in data else reacts.get((e["agent_id"], e["tick"]))
             other = data.get("other")
             if data.get("event_id") in log.event_text:
                 noticed = log.event_text[data["event_id"]]

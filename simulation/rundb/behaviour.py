@@ -14,8 +14,8 @@ talk
   an echoed opening, / utterance answers
   ``talk.off_aim_share``  utterance answers rejected for not doing their move (news that tells
   nothing of it, a question without a question mark) / utterance answers
-  ``talk.example_share``  lines the model wrote (a conversation line, or the opening line of a
-  reaction) that are, word for word, the example line their prompt showed (``rundb.examples``)
+  ``talk.example_share``  lines the model wrote (a conversation line, or in older runs the opening
+  line of a reaction) that are, word for word, the example line their prompt showed (``rundb.examples``)
   ``talk.aim.A``  the share of lines made with move A (greet, share, invite, ask, answer, ...);
   0 for a move never made in a run that has lines
   ``talk.invitations``  invitations made; ``talk.invitations_accepted_share`` of them accepted;
