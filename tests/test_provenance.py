@@ -12,7 +12,7 @@ import pytest
 
 from simulation.llm.scoring import ScoredOptions
 from simulation.llm.types import LLMRequest
-from simulation.testing.scripted import ScriptedBackend, _labels, decision_of, enum_values
+from simulation.testing.scripted import ScriptedBackend, decision_of, enum_values, option_labels
 
 TELLING = Path(__file__).parent / "data" / "good" / "telling.yaml"
 
@@ -40,7 +40,7 @@ class Telling(ScriptedBackend):
             return json.dumps({"plan": [{"hour": hours[0], "choice": 1}]})  # the usual day (their habits)
         if req.purpose == "react" and req.options is not None:
             wanted = "talk" if who != "bob" else "continue"
-            labels = {decision_of(label): o for o, label in _labels(req).items()}
+            labels = {decision_of(label): o for o, label in option_labels(req).items()}
             picked = labels.get(wanted, labels.get("continue"))
             return ScoredOptions([0.0 if o == picked else None for o in req.options], exact=True).to_text()
         if req.purpose == "utterance":

@@ -108,6 +108,19 @@ def draw(probabilities: list[float], temperature: float, seed: int, how: str = "
     return best
 
 
+async def choose_number(me: AgentState, mind: Mind, msgs: list[dict[str, str]], n: int, *, default: int,
+                        purpose: str) -> tuple[int, int | None]:
+    """(the 0-based index of the option chosen from a prompt listing ``n`` numbered options, the
+    llm_calls id that chose it): drawn from the model's probabilities over the numbers (``draw``),
+    or the rating's value (the 1-based ``default`` when the model cannot be asked)."""
+    numbers = [str(i) for i in range(1, n + 1)]
+    rating = await mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, n + 1)], default=float(default),
+                                   purpose=purpose)
+    if rating.probabilities:
+        return draw(rating.probabilities, mind.settings.temperature, rating.seed, mind.settings.choices), rating.call_id
+    return min(n, max(1, round(rating.value))) - 1, rating.call_id
+
+
 async def choose_move(me: AgentState, mind: Mind, conv: Conversation, menu: list[Move],
                       base: dict[str, Any]) -> Move:
     """The move ``me`` makes: drawn from the model's probabilities over the options' numbers
@@ -120,13 +133,7 @@ async def choose_move(me: AgentState, mind: Mind, conv: Conversation, menu: list
     shown = [menu[i] for i in order]
     msgs = prompts.messages(me.system_prompt, "aim.j2", **base,
                             options=[option_text(m, me.first_name, other_first) for m in shown])
-    numbers = [str(i) for i in range(1, len(shown) + 1)]
-    rating = await mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, len(shown) + 1)], default=1.0,
-                                   purpose=Purpose.AIM)
-    if rating.probabilities:
-        pick = draw(rating.probabilities, mind.settings.temperature, rating.seed, mind.settings.choices)
-    else:
-        pick = min(len(shown), max(1, round(rating.value))) - 1
+    pick, _ = await choose_number(me, mind, msgs, len(shown), default=1, purpose=Purpose.AIM)
     return shown[pick]
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
 from simulation.cognition.context import context
-from simulation.cognition.converse import check_line, draw, shuffled
+from simulation.cognition.converse import check_line, choose_number, shuffled
 from simulation.cognition.schemas import ReactDetail
 from simulation.core import Focus, Purpose
 
@@ -75,16 +75,11 @@ async def react(me: AgentState, mind: Mind, focus: Focus) -> Reaction:
     order = shuffled(len(decisions), f"react/{me.id}/{mind.now.isoformat()}/{focus.other or ''}")
     shown = [decisions[i] for i in order]
     msgs = prompts.messages(me.system_prompt, "react.j2", **situation, options=[menu[d] for d in shown])
-    numbers = [str(i) for i in range(1, len(shown) + 1)]
-    continuing = float(shown.index(CONTINUE) + 1)
-    rating = await mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, len(shown) + 1)],
-                                   default=continuing, purpose=Purpose.REACT)
-    if rating.probabilities:
-        decision = shown[draw(rating.probabilities, mind.settings.temperature, rating.seed, mind.settings.choices)]
-    else:
-        decision = shown[min(len(shown), max(1, round(rating.value))) - 1]
+    pick, call_id = await choose_number(me, mind, msgs, len(shown), default=shown.index(CONTINUE) + 1,
+                                        purpose=Purpose.REACT)
+    decision = shown[pick]
     if decision != REACT:
-        return Reaction(decision, "", rating.call_id)
+        return Reaction(decision, "", call_id)
     msgs = prompts.messages(me.system_prompt, "react_detail.j2", **situation)
     default = ReactDetail.model_construct(detail="")  # unused: without a usable answer the plan goes on
     answer = await mind.ask(me, msgs, ReactDetail, default=default, purpose=Purpose.REACT, max_tokens=48,

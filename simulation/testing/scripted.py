@@ -49,7 +49,7 @@ from simulation.llm.scoring import ScoredOptions
 from simulation.llm.types import LLMRequest, RawCompletion, asked
 
 __all__ = ["AnsweringBackend", "ScriptedBackend", "conversation_lines", "decision_of", "enum_values",
-           "example_answer", "fill", "move_of", "shown"]
+           "example_answer", "fill", "move_of", "option_labels", "shown"]
 
 
 # ----------------------------------------------------------------------------- the answer's schema
@@ -165,7 +165,7 @@ def move_of(label: str) -> Aim | None:
     return next((aim for head, aim in _option_heads() if label.startswith(head)), None)
 
 
-def _labels(req: LLMRequest) -> dict[str, str]:
+def option_labels(req: LLMRequest) -> dict[str, str]:
     """Each option of a choice question (its number) and its words: the request carries only the
     numbers; what each is, is the numbered list of its ``<choices>`` block."""
     blocks = shown(req, "choices")
@@ -175,7 +175,7 @@ def _labels(req: LLMRequest) -> dict[str, str]:
 
 def _choices(req: LLMRequest) -> dict[str, Aim | None]:
     """Each option of a move question (its number) and the move it stands for."""
-    return {o: move_of(label) for o, label in _labels(req).items()}
+    return {o: move_of(label) for o, label in option_labels(req).items()}
 
 
 def decision_of(label: str) -> str | None:
@@ -286,7 +286,7 @@ class ScriptedBackend(AnsweringBackend):
         if req.purpose == Purpose.AIM:
             return self.aim(req, random.Random(req.seed))
         if req.purpose == Purpose.REACT:
-            decisions = {decision_of(label): o for o, label in _labels(req).items()}
+            decisions = {decision_of(label): o for o, label in option_labels(req).items()}
             wanted = self.react if TALK in decisions else self.react_alone
             return decisions.get(wanted, options[0])
         if req.purpose == Purpose.IMPORTANCE:
