@@ -106,7 +106,7 @@ class FakeMind:
         return list(self.known)
 
     # the LLM
-    async def ask(self, me, messages, schema, *, default, purpose, max_tokens, check=None):
+    async def ask(self, me, messages, schema, *, default, purpose, max_tokens, check=None, script=None):
         self.asked.append(Asked(me.id, str(purpose), messages))
         answer = self.answers.get(str(purpose))
         value = default if answer is None else answer(schema, default)
@@ -122,6 +122,10 @@ class FakeMind:
         if answer is None:
             return Rating(default, [], False, call_id=len(self.asked))
         return Rating(float(answer(options, default)), [], True, call_id=len(self.asked))
+
+    async def baseline(self, messages, options):
+        """No content-free calibration: the fake's ratings are the choices it is told to make."""
+        return None
 
     def count_tokens(self, messages: list[dict[str, str]]) -> int:
         self.counted += 1

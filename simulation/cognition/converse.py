@@ -11,6 +11,7 @@ a feeling from -5 to 5 and the importance)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 import re
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulation.cognition import prompts
 from simulation.cognition.aims import aim_menu, done_text, example_line, instruction, off_aim, option_text
+from simulation.cognition.calibrate import calibrated, content_free
 from simulation.cognition.context import context, situation
 from simulation.cognition.phase import Phase
 from simulation.cognition.schemas import RecapAnswer, UtteranceAnswer, clip
@@ -109,15 +111,20 @@ def draw(probabilities: list[float], temperature: float, seed: int, how: str = "
 
 
 async def choose_number(me: AgentState, mind: Mind, msgs: list[dict[str, str]], n: int, *, default: int,
-                        purpose: str) -> tuple[int, int | None]:
+                        purpose: str, template: str) -> tuple[int, int | None]:
     """(the 0-based index of the option chosen from a prompt listing ``n`` numbered options, the
     llm_calls id that chose it): drawn from the model's probabilities over the numbers (``draw``),
-    or the rating's value (the 1-based ``default`` when the model cannot be asked)."""
+    calibrated against the same question with its content blanked (``cognition.calibrate``), or
+    the rating's value (the 1-based ``default`` when the model cannot be asked). ``template`` is the
+    question's, which the content-free version is rendered from."""
     numbers = [str(i) for i in range(1, n + 1)]
-    rating = await mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, n + 1)], default=float(default),
-                                   purpose=purpose)
+    rating, baseline = await asyncio.gather(
+        mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, n + 1)], default=float(default),
+                        purpose=purpose),
+        mind.baseline(content_free(template, n), numbers))
     if rating.probabilities:
-        return draw(rating.probabilities, mind.settings.temperature, rating.seed, mind.settings.choices), rating.call_id
+        probabilities = calibrated(rating.probabilities, baseline if not rating.sampled else None)
+        return draw(probabilities, mind.settings.temperature, rating.seed, mind.settings.choices), rating.call_id
     return min(n, max(1, round(rating.value))) - 1, rating.call_id
 
 
@@ -133,7 +140,7 @@ async def choose_move(me: AgentState, mind: Mind, conv: Conversation, menu: list
     shown = [menu[i] for i in order]
     msgs = prompts.messages(me.system_prompt, "aim.j2", **base,
                             options=[option_text(m, me.first_name, other_first) for m in shown])
-    pick, _ = await choose_number(me, mind, msgs, len(shown), default=1, purpose=Purpose.AIM)
+    pick, _ = await choose_number(me, mind, msgs, len(shown), default=1, purpose=Purpose.AIM, template="aim.j2")
     return shown[pick]
 
 
@@ -168,15 +175,15 @@ async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[Move, U
     menu = aim_menu(me, mind, conv)
     move = (me.crowd and crowd_move(menu)) or await choose_move(me, mind, conv, menu, base)
     msgs = prompts.messages(me.system_prompt, "utterance.j2", **base,
-                            doing_now=instruction(move, me.first_name, other.first_name),
-                            example=UtteranceAnswer(say=clip(example_line(
-                                move, me.first_name, other.first_name,
-                                zlib.crc32(f"{conv.id}/{conv.turns}".encode())), 160)).model_dump_json())
+                            doing_now=instruction(move, me.first_name, other.first_name))
+    script = UtteranceAnswer(say=clip(example_line(move, me.first_name, other.first_name,
+                                                   zlib.crc32(f"{conv.id}/{conv.turns}".encode())), 160))
     default = UtteranceAnswer(say=f"Sorry {other.first_name}, I have to go.")
     earlier = [t for _, t in conv.lines]
     names = (me.first_name, other.first_name)
     answer = await mind.ask(me, msgs, UtteranceAnswer, default=default, purpose=Purpose.UTTERANCE, max_tokens=80,
-                            check=lambda v: _check_utterance(v, earlier, move, names))
+                            check=lambda v: _check_utterance(v, earlier, move, names),
+                            script=script.model_dump_json())
     return (move if answer.ok else Move(Aim.END)), answer.value, answer.call_id
 
 

@@ -53,6 +53,9 @@ class MindSettings:
     probable ("argmax")."""
     temperature: float = 0.7
     """The temperature a scored choice is drawn at (the scenario's ``llm.temperature``)."""
+    calibrate: bool = True
+    """Whether a scored choice's probabilities are divided by a content-free question's
+    (``cognition.calibrate``)."""
 
 
 NOTES = ("deciding", "talking", "conversations")
@@ -144,10 +147,19 @@ class Mind(Protocol):
 
     # the LLM
     async def ask(self, me: AgentState, messages: list[dict[str, str]], schema: type[T], *, default: T,
-                  purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None) -> Answer[T]: ...
+                  purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None,
+                  script: str | None = None) -> Answer[T]:
+        """A structured question (``LLMClient.ask``); ``script`` is the engine's own answer, which only
+        the no-LLM control reads."""
+        ...
     async def ask_rating(self, me: AgentState, messages: list[dict[str, str]], options: Sequence[str],
                          values: Sequence[float], *, default: float, purpose: str) -> Rating:
         """A rating as the expected value over the options' probabilities (``simulation.llm.scoring``)."""
+        ...
+    async def baseline(self, messages: list[dict[str, str]], options: Sequence[str]) -> list[float] | None:
+        """The options' probabilities for a content-free question (``cognition.calibrate``), asked
+        once a run per question and kept; None when calibration is off or the model cannot be read
+        (the scripted control has no habit to divide out)."""
         ...
     def count_tokens(self, messages: list[dict[str, str]]) -> int:
         """The prompt tokens the LLM backend will see for ``messages`` (``LLMClient.count_tokens``):

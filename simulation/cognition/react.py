@@ -76,7 +76,7 @@ async def react(me: AgentState, mind: Mind, focus: Focus) -> Reaction:
     shown = [decisions[i] for i in order]
     msgs = prompts.messages(me.system_prompt, "react.j2", **situation, options=[menu[d] for d in shown])
     pick, call_id = await choose_number(me, mind, msgs, len(shown), default=shown.index(CONTINUE) + 1,
-                                        purpose=Purpose.REACT)
+                                        purpose=Purpose.REACT, template="react.j2")
     decision = shown[pick]
     if decision != REACT:
         return Reaction(decision, "", call_id)

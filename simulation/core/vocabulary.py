@@ -110,6 +110,8 @@ class Purpose(StrEnum):
     """Retrieval for a reflection question (the LLM calls are ``questions`` and ``insights``)."""
     PROBE = "probe"
     """Retrieval for a probe; its LLM call is ``probe_purpose(index)``."""
+    CALIBRATE = "calibrate"
+    """A content-free question a scored choice is calibrated against (``cognition.calibrate``)."""
 
 
 class Aim(StrEnum):

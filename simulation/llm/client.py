@@ -129,12 +129,14 @@ class LLMClient:
         tick: int | None,
         max_tokens: int | None = None,
         check: Callable[[T], str | None] | None = None,
+        script: str | None = None,
     ) -> Answer[T]:
         """One structured question. Never raises for a bad answer: returns ``default`` instead.
 
         ``check`` judges a well-formed answer the schema cannot (e.g. an utterance that only
         echoes the last line) and may repair it in place; a reason it returns counts as a
-        parse failure and is retried."""
+        parse failure and is retried. ``script`` is the engine's own answer, for the no-LLM
+        control only (``LLMRequest.script``)."""
         schema = _schema(model)
         text, prompt = "", messages
         for attempt in range(MAX_ATTEMPTS):
@@ -147,6 +149,7 @@ class LLMClient:
                 purpose=purpose,
                 agent_id=agent_id,
                 tick=tick,
+                script=script,
             )
             completion = await self._batcher.submit(request, who=agent_id, purpose=purpose)
             text = completion.text
@@ -202,6 +205,12 @@ class LLMClient:
         picked = list(options).index(answer.value.answer)  # type: ignore[attr-defined]
         return Rating(values[picked], [float(i == picked) for i in range(len(options))], True, True,
                       answer.call_id, request.seed)
+
+    @property
+    def reads_probabilities(self) -> bool:
+        """Whether the backend's option probabilities come from a model (not the scripted control,
+        whose "probabilities" are its rule: all on the first option)."""
+        return self.backend.name != "control"
 
     def count_tokens(self, messages: list[dict[str, str]]) -> int:
         """The prompt tokens the backend will see for ``messages`` (its chat template applied):

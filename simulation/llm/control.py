@@ -5,6 +5,8 @@ the menus it builds, the example line each prompt shows, the usual day a plan st
 control answers with no model at all, so a benchmark run with it beside the LLM's shows what the
 LLM adds above the script (``agora bench behaviour --control``, docs/behaviour.md):
 
+- a question the engine sends with its script's answer (``LLMRequest.script``: a conversation
+  line made from its move's template, which no prompt shows) is answered with it;
 - a question whose prompt shows an example answer (``Example: {...}``, as every cognition prompt
   that the engine parses does) is answered with that example, copied: a line is the example line,
   a plan is the usual day;
@@ -71,6 +73,8 @@ class ControlBackend:
         if request.options is not None:
             logprobs = [0.0] + [_UNLIKELY] * (len(request.options) - 1)
             return ScoredOptions(logprobs, exact=True).to_text()
+        if request.script is not None:
+            return request.script
         example = _example(request.messages)
         if example is not None:
             return example

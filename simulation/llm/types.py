@@ -35,6 +35,10 @@ class LLMRequest(BaseModel):
     options: list[str] | None = None
     """Score these answers instead of writing one: the backend answers with each option's
     log-probability as the assistant's whole answer (``simulation.llm.scoring``)."""
+    script: str | None = None
+    """What the engine's script would answer (a line made from the move's template): read only by
+    the no-LLM control (``simulation.llm.control``), never shown to a model, so no prompt holds a
+    line a model could copy."""
 
     def key(self, model_id: str) -> str:
         """Content address of this request for a given model (the replay-cache key).
@@ -51,6 +55,8 @@ class LLMRequest(BaseModel):
         }
         if self.options is not None:  # absent otherwise: older replay caches keep their keys
             payload["options"] = self.options
+        if self.script is not None:
+            payload["script"] = self.script
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

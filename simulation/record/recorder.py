@@ -49,7 +49,7 @@ class Recorder:
             "purpose": req.purpose, "backend": rec.backend, "model": rec.model, "attempt": rec.attempt,
             "seed": req.seed, "temperature": req.temperature, "max_tokens": req.max_tokens,
             "messages": dumps(req.messages), "json_schema": dumps(req.json_schema) if req.json_schema else None,
-            "options": dumps(req.options) if req.options is not None else None,
+            "options": dumps(req.options) if req.options is not None else None, "script": req.script,
             "completion": out.text, "finish_reason": out.finish_reason, "parse_ok": int(rec.parse_ok),
             "parse_error": rec.parse_error or out.error, "fallback": int(rec.fallback),
             "cache_hit": int(rec.cache_hit), "prompt_tokens": out.prompt_tokens,

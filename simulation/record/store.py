@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -125,8 +125,8 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     "llm_calls": (
         {"id": int, "run_id": str, "tick": int, "sim_time": str, "agent_id": str, "purpose": str,
          "backend": str, "model": str, "attempt": int, "seed": int, "temperature": float,
-         "max_tokens": int, "messages": str, "json_schema": str, "options": str, "completion": str,
-         "finish_reason": str, "parse_ok": int, "parse_error": str, "fallback": int, "cache_hit": int,
+         "max_tokens": int, "messages": str, "json_schema": str, "options": str, "script": str,
+         "completion": str, "finish_reason": str, "parse_ok": int, "parse_error": str, "fallback": int, "cache_hit": int,
          "prompt_tokens": int, "completion_tokens": int, "latency_s": float},
         "id",
     ),

@@ -1,8 +1,10 @@
-"""Which lines of a run are the engine's words: the example answer their prompt showed, copied.
+"""Which lines of a run are the engine's words: its own line for the move, word for word.
 
-Every question the engine parses shows the model an example answer (``Example: {...}`` in the
-prompt). A small model often copies it word for word; such a line is the engine talking, not the
-person. ``talk.example_share`` counts the lines that are their example, and the spread of a fact
+Engines up to run.db schema 9 showed the model an example line in the utterance prompt
+(``Example: {...}``), and a small model copied it. Today no prompt shows one: the engine's line
+for the move (what the no-LLM control says) travels beside the question as ``llm_calls.script``,
+unseen by the model. Either way, a line equal to it is the engine talking, not the person.
+``talk.example_share`` counts the lines that are that line, and the spread of a fact
 is split by whether the line that told someone was the model's own words or the example
 (``facts.F.told_own_words``). A line's example is found in the prompt of the LLM call that
 wrote it (``utterances.llm_call_id``): a conversation line's ``say``, or, in runs of engines
@@ -18,7 +20,9 @@ import json
 import re
 from typing import Any
 
-__all__ = ["example_text", "example_utterances", "norm"]
+from simulation.rundb.connect import column_names
+
+__all__ = ["example_text", "example_utterances", "norm", "script_text"]
 
 _EXAMPLE = re.compile(r"^Example: (\{.*\})\s*$", re.MULTILINE)
 _LINE_FIELDS = ("say", "detail")
@@ -44,15 +48,26 @@ def example_text(messages: str | None) -> str | None:
     return None if line is None else norm(line)
 
 
+def script_text(script: str | None) -> str | None:
+    """The line of the engine's unseen script answer (``llm_calls.script``), normalised."""
+    if not script:
+        return None
+    line = json.loads(script).get("say")
+    return norm(line) if isinstance(line, str) else None
+
+
 def example_utterances(con: Any, run_id: str) -> tuple[set[int], int]:
-    """(ids of the utterances that are their prompt's example line, utterances written by the
-    model and checked): lines with no LLM call (a fallback goodbye) are neither."""
+    """(ids of the utterances that are the engine's line for their move: the example their prompt
+    showed, or the unseen script line; utterances written by the model and checked): lines with no
+    LLM call (a fallback goodbye) are neither."""
     copied: set[int] = set()
     checked = 0
-    for utterance_id, text, messages in con.execute(
-            "select u.id, u.text, c.messages from utterances u join llm_calls c on c.id = u.llm_call_id "
+    column = "c.script" if "script" in column_names(con, "llm_calls") else "null"  # schema 10 on
+    for utterance_id, text, messages, script in con.execute(
+            f"select u.id, u.text, c.messages, {column} from utterances u join llm_calls c on c.id = u.llm_call_id "
             "and c.run_id = u.run_id where u.run_id = ? and c.parse_ok = 1", [run_id]):
         checked += 1
-        if example_text(messages) == norm(text or ""):
+        said = norm(text or "")
+        if example_text(messages) == said or script_text(script) == said:
             copied.add(int(utterance_id))
     return copied, checked

@@ -47,6 +47,10 @@ class CognitionSettings(StrictModel):
         "sample", description="how a scored choice (a conversation move) is made: 'sample' draws it from the "
         "model's probabilities over the options at llm.temperature with the run's seeded generator (so seeds are "
         "replicates, still deterministic per seed); 'argmax' always takes the most probable option")
+    calibrate: bool = Field(
+        True, description="divide a scored choice's probabilities by those of the same question with its content "
+        "blanked ('Calibrate Before Use', Zhao et al. 2021), so a model's habit of answering one number does not "
+        "make the choice; false: draw from the raw probabilities")
     phases: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$", max_length=200)]] | None = Field(
         None, min_length=1, max_length=50,
         description="the cognition phases each tick runs, in order: built-in names (perceive, importance, decide, "

@@ -184,9 +184,11 @@ def decision_of(label: str) -> str | None:
 
 
 def example_answer(req: LLMRequest) -> dict[str, Any] | None:
-    """The example answer the question shows: the last JSON object in it holding every field the
-    answer's schema requires (the engine writes it for this very question, e.g. a line that does
-    the chosen move), or None."""
+    """The engine's own answer to the question: its unseen script (``LLMRequest.script``: a line
+    that does the chosen move), else the example the question shows (the last JSON object in it
+    holding every field the answer's schema requires), or None."""
+    if req.script is not None:
+        return json.loads(req.script)
     text = asked(req.messages)
     required = set((req.json_schema or {}).get("required", []))
     decoder = json.JSONDecoder()

@@ -56,6 +56,9 @@ class ModelState(BaseModel):
     phases: dict[str, Any] = Field(default_factory=dict)
     """Phase name -> what that phase keeps between ticks (``Phase.state``; phases that keep nothing
     are absent)."""
+    baselines: dict[str, list[float] | None] = Field(default_factory=dict)
+    """The content-free questions answered so far (``TownMind.baseline``), so a resumed run does not
+    ask them again."""
 
 
 def capture(model: TownModel) -> str:

@@ -227,6 +227,7 @@ class TownModel(mesa.Model):
             edges=self.social.state(), random_state=[version, list(internal), gauss],
             numpy_state=self.rng.bit_generator.state,
             phases={p.name: kept for p in self.phases if (kept := p.state()) is not None},
+            baselines=self.mind.baselines(),
         )
 
     def restore(self, state: ModelState) -> None:
@@ -248,6 +249,7 @@ class TownModel(mesa.Model):
         for phase in self.phases:
             if phase.name in state.phases:
                 phase.restore(state.phases[phase.name])
+        self.mind.restore_baselines(state.baselines)
 
     # ------------------------------------------------------------------ recording
 

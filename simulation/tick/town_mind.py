@@ -7,6 +7,8 @@ reach is exactly what this class forwards.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -15,7 +17,7 @@ from pydantic import BaseModel
 
 from simulation.agents import AgentState
 from simulation.cognition.mind import MindSettings, TickNotes
-from simulation.core import EventKind, Happening, MemoryKind, Moment, Move, PlaceEvent, PlanItem, Provenance
+from simulation.core import EventKind, Happening, MemoryKind, Moment, Move, PlaceEvent, PlanItem, Provenance, Purpose
 from simulation.llm.client import Answer, LLMClient, Rating
 from simulation.memory import MemoryNode, MemoryView, TownMemory
 from simulation.record.recorder import Recorder
@@ -50,6 +52,8 @@ class TownMind:
         self._recorder = recorder
         self._place_events = place_events
         self._happenings = happenings
+        self._baselines: dict[str, list[float] | None] = {}
+        self._asking: dict[str, asyncio.Future[list[float] | None]] = {}
 
     # time and places
     @property
@@ -108,14 +112,43 @@ class TownMind:
 
     # the LLM
     async def ask(self, me: AgentState, messages: list[dict[str, str]], schema: type[T], *, default: T,
-                  purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None) -> Answer[T]:
+                  purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None,
+                  script: str | None = None) -> Answer[T]:
         return await self._llm.ask(messages, schema, default=default, purpose=purpose, agent_id=me.id,
-                                   tick=self._moment.tick, max_tokens=max_tokens, check=check)
+                                   tick=self._moment.tick, max_tokens=max_tokens, check=check, script=script)
 
     async def ask_rating(self, me: AgentState, messages: list[dict[str, str]], options: Sequence[str],
                          values: Sequence[float], *, default: float, purpose: str) -> Rating:
         return await self._llm.rate(messages, options, values, default=default, purpose=purpose, agent_id=me.id,
                                     tick=self._moment.tick)
+
+    async def baseline(self, messages: list[dict[str, str]], options: Sequence[str]) -> list[float] | None:
+        if not self.settings.calibrate or not self._llm.reads_probabilities:
+            return None
+        key = json.dumps([messages, list(options)], sort_keys=True)
+        if key in self._baselines:
+            return self._baselines[key]
+        if key not in self._asking:  # one question for everyone who needs it at once
+            self._asking[key] = asyncio.ensure_future(self._ask_baseline(messages, options))
+        value = await self._asking[key]
+        self._baselines[key] = value
+        self._asking.pop(key, None)
+        return value
+
+    def baselines(self) -> dict[str, list[float] | None]:
+        """The content-free questions answered so far (question -> probabilities), for the checkpoint."""
+        return dict(self._baselines)
+
+    def restore_baselines(self, saved: dict[str, list[float] | None]) -> None:
+        """Take back what ``baselines`` saved: a resumed run asks none of them again."""
+        self._baselines.update(saved)
+
+    async def _ask_baseline(self, messages: list[dict[str, str]], options: Sequence[str]) -> list[float] | None:
+        # No agent and no tick: the question is the same whoever asks it first, so a resumed run
+        # asks it again word for word (and the replay cache answers it).
+        rating = await self._llm.rate(messages, options, [float(i) for i in range(len(options))], default=0.0,
+                                      purpose=Purpose.CALIBRATE, agent_id=None, tick=None)
+        return rating.probabilities if rating.ok and not rating.sampled else None
 
     def count_tokens(self, messages: list[dict[str, str]]) -> int:
         return self._llm.count_tokens(messages)
