@@ -113,7 +113,8 @@ class FakeMind:
         if not isinstance(value, schema):
             value = schema.model_validate(value)
         ok = answer is not None and (check is None or check(value) is None)
-        return Answer(value if ok else default, ok, len(self.asked))
+        rejected = value if answer is not None and not ok else None
+        return Answer(value if ok else default, ok, len(self.asked), rejected)
 
     async def ask_rating(self, me, messages, options, values, *, default, purpose):
         """``answers[purpose](options, default)`` gives the rating's value (the default without one)."""

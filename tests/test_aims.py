@@ -12,7 +12,7 @@ from fake_mind import FakeMind
 
 from simulation.agents import AgentState
 from simulation.cognition.aims import aim_menu, instruction, off_aim, option_text, untold_news
-from simulation.cognition.converse import Converse
+from simulation.cognition.converse import WRONG_PERSON, Converse, misaddressed
 from simulation.llm.types import asked
 from simulation.core import (
     Action, Aim, Happening, MemoryKind, Move, PlanItem, Provenance, Source, Status, as_doing, doing_at,
@@ -257,3 +257,29 @@ def test_a_move_is_drawn_from_its_probabilities_with_the_questions_seed():
     assert {draw(probabilities, 0.7, seed, "argmax") for seed in range(50)} == {0}
     assert {draw(probabilities, 0.0, seed) for seed in range(50)} == {0}
     assert draw([0.5, 0.5], 0.7, 1, "argmax") == 0, "ties go to the first option"
+
+
+def test_a_line_that_misses_its_move_is_said_as_a_plain_reply_and_tells_nothing(mind):
+    """News that never says the news is still the person's words: the talk goes on, as a reply,
+    and nothing is counted as told (a goodbye was the old fallback, which cut talks short)."""
+    whisper(mind, "ann", "The bakery burned down last night.", importance=8)
+    conv = talk(mind, ("bob", Move(Aim.GREET)))
+    conv.next_speaker = "ann"
+    mind.answers["aim"] = mind.choosing("tell")
+    mind.answers["utterance"] = lambda schema, default: {"say": "What a lovely cold morning it is."}
+    mind.run(Converse())
+    assert conv.moves[-1].aim == Aim.REPLY and conv.lines[-1][1] == "What a lovely cold morning it is."
+    assert mind.person("ann").told == {}
+
+
+def test_a_line_that_calls_the_wrong_person_is_not_said(mind):
+    """Ann talking to Bob must not call herself (or anyone not there) by name: the line is
+    rejected, and with no better one the turn is a goodbye, not a misaddressed line."""
+    conv = talk(mind, ("bob", Move(Aim.GREET)))
+    conv.next_speaker = "ann"
+    mind.answers["aim"] = mind.choosing("ask")
+    mind.answers["utterance"] = lambda schema, default: {"say": "How are you today, Ann?"}
+    mind.run(Converse())
+    assert conv.moves[-1].aim == Aim.END and "Ann?" not in conv.lines[-1][1]
+    assert misaddressed("Morning, Ann!", "Bob", ["Ann", "Bob"]) == WRONG_PERSON
+    assert misaddressed("Morning, Bob! Ann says hello.", "Bob", ["Ann", "Bob"]) is None

@@ -150,6 +150,9 @@ def test_check_rejects_a_well_formed_answer():
     client = LLMClient(backend, run_seed=1)
     answer = batching.run(ask(client, "a", check=lambda v: "zero is not allowed" if v.n == 0 else None))
     assert not answer.ok and client.stats.parse_failures == 2
+    assert answer.rejected is not None and answer.rejected.n == 0, "the last well-formed answer, for the caller"
+    broken = batching.run(ask(LLMClient(CountingBackend(bad=2), run_seed=1), "b"))
+    assert not broken.ok and broken.rejected is None, "nothing well-formed came back"
 
 
 def test_max_tokens_setting_caps_every_request():

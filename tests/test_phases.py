@@ -180,6 +180,44 @@ def test_the_reaction_is_drawn_from_the_models_probabilities_with_the_questions_
     assert listed[-1][1].startswith(LABELS[decision]), "argmax takes the most probable option"
 
 
+def test_the_talk_option_names_untold_news_and_an_outgoing_person_talks_more_often(mind):
+    """A reason to talk is part of the choice, and the person's lean (extraversion, the tie) scales
+    the odds the model gives it (cognition.sociability): over many seeds an outgoing Ann stops to
+    talk more often than a reserved one, from the same flat probabilities."""
+    from simulation.cognition.react import react
+    from simulation.llm.client import Rating
+
+    mind.run(Perceive())
+    ann = mind.person("ann")
+    news = mind.remember("ann", MemoryKind.THOUGHT, "The bakery burned down last night.",
+                         Provenance(Source.WHISPERED), importance=8)
+    ann.news.append(news.id)
+    listed: list[list[str]] = []
+    seed = 0
+
+    async def rating(me, messages, options, values, *, default, purpose):
+        listed.append(re.findall(r"^\d+\. (.*)$", messages[-1]["content"], re.MULTILINE))
+        return Rating(2.0, [1 / 3] * 3, True, call_id=1, seed=seed)
+
+    mind.ask_rating = rating
+    mind.answers["react"] = lambda schema, default: {"detail": "tidying the counter"}
+
+    def talks(extraversion: float) -> int:
+        nonlocal seed
+        ann.persona = ann.persona.model_copy(update={"big_five": ann.persona.big_five.model_copy(
+            update={"extraversion": extraversion})})
+        count = 0
+        for seed in range(200):
+            count += asyncio.run(react(ann, mind, ann.focus)).decision == "talk"
+        return count
+
+    outgoing, reserved = talks(0.95), talks(0.05)
+    assert "start a conversation with Bob about this: The bakery burned down last night." in listed[0]
+    assert outgoing > 1.5 * reserved, (outgoing, reserved)
+    mind.settings = dataclasses.replace(mind.settings, talk_prior=0.0)
+    assert talks(0.95) == talks(0.05), "without the lean, only the model's probabilities count"
+
+
 def test_reacting_to_something_else_takes_half_an_hour_then_the_hour_goes_on(mind):
     mind.run(Perceive())
     ann = mind.person("ann")
@@ -253,12 +291,14 @@ def test_a_repeated_line_is_not_said(mind):
     assert conv.moves[-1].aim == Aim.END and conv.ended_reason == "goodbye"
 
 
-def test_a_line_that_does_not_do_its_move_is_not_said(mind):
+def test_a_line_that_does_not_do_its_move_is_said_as_a_reply(mind):
     conv = conversation(mind)
     mind.answers["aim"] = mind.choosing("ask")
     mind.answers["utterance"] = lambda schema, default: {"say": "Lovely weather."}
     mind.run(Converse())
-    assert conv.lines[-1][1].startswith("Sorry Ann"), "a question without a question mark asks nothing"
+    assert conv.lines[-1][1] == "Lovely weather." and conv.moves[-1].aim == Aim.REPLY, \
+        "a question without a question mark asks nothing: it is a reply"
+    assert conv.ended_reason is None
 
 
 def test_recap_both_sides_remember_and_the_tie_changes(mind):

@@ -5,8 +5,9 @@ Each turn the speaker first chooses what the line is for from the moves the engi
 invitation, say goodbye), by the model's probabilities over the options' numbers; then writes
 the words for that move, conditioned on the speaker's memories about the partner, its view of
 the partner and the conversation so far told as moves. A line that echoes an earlier one, says
-nothing, or does not do what its move is for is retried, then replaced by a goodbye (counted as
-a fallback). Afterwards each side writes a recap (a summary memory, its new view of the other,
+nothing, calls the wrong person or does not do what its move is for is retried; then one that
+only missed its move is said as a plain reply (nothing counted as told), anything else is
+replaced by a goodbye (both counted as a fallback). Afterwards each side writes a recap (a summary memory, its new view of the other,
 a feeling from -5 to 5 and the importance)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import math
 import random
 import re
 import zlib
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from simulation.cognition import prompts
@@ -24,7 +26,9 @@ from simulation.cognition.calibrate import calibrated, content_free
 from simulation.cognition.context import context, situation
 from simulation.cognition.phase import Phase
 from simulation.cognition.schemas import RecapAnswer, UtteranceAnswer, clip
+from simulation.cognition.sociability import weighted
 from simulation.core import Aim, MemoryKind, Move, Provenance, Purpose, Source
+from simulation.rundb.names import addressed
 from simulation.llm.seeds import derive_seed
 
 if TYPE_CHECKING:
@@ -63,9 +67,20 @@ def check_line(text: str, earlier: list[str]) -> str | None:
     return None
 
 
-def _check_utterance(answer: UtteranceAnswer, earlier: list[str], move: Move, names: tuple[str, str]) -> str | None:
+WRONG_PERSON = "addresses the wrong person"
+
+
+def misaddressed(text: str, listener: str, town: list[str]) -> str | None:
+    """Why a line calls the wrong person (the speaker, or anyone in ``town`` but the ``listener``,
+    by ``rundb.names.addressed``), else None. A first name the listener shares with someone is never wrong."""
+    return WRONG_PERSON if addressed(text, [n for n in town if n != listener]) else None
+
+
+def _check_utterance(answer: UtteranceAnswer, earlier: list[str], move: Move, names: tuple[str, str],
+                     town: list[str]) -> str | None:
     answer.say = strip_echo(answer.say, earlier)
-    return check_line(answer.say, earlier) or off_aim(move, answer.say, names)
+    return (check_line(answer.say, earlier) or misaddressed(answer.say, names[1], town)
+            or off_aim(move, answer.say, names))
 
 
 def _dialogue(mind: Mind, conv: Conversation, lines: int | None = DIALOGUE_LINES) -> list[str]:
@@ -111,19 +126,22 @@ def draw(probabilities: list[float], temperature: float, seed: int, how: str = "
 
 
 async def choose_number(me: AgentState, mind: Mind, msgs: list[dict[str, str]], n: int, *, default: int,
-                        purpose: str, template: str) -> tuple[int, int | None]:
+                        purpose: str, template: str, factors: list[float] | None = None) -> tuple[int, int | None]:
     """(the 0-based index of the option chosen from a prompt listing ``n`` numbered options, the
     llm_calls id that chose it): drawn from the model's probabilities over the numbers (``draw``),
     calibrated against the same question with its content blanked (``cognition.calibrate``), or
     the rating's value (the 1-based ``default`` when the model cannot be asked). ``template`` is the
-    question's, which the content-free version is rendered from."""
+    question's, which the content-free version is rendered from; ``factors`` (one per option) scale
+    the calibrated probabilities before the draw (a person's prior, ``cognition.sociability``)."""
     numbers = [str(i) for i in range(1, n + 1)]
-    rating, baseline = await asyncio.gather(
-        mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, n + 1)], default=float(default),
-                        purpose=purpose),
-        mind.baseline(content_free(template, n), numbers))
+    rate = mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, n + 1)], default=float(default),
+                           purpose=purpose)
+    if mind.settings.calibrate:
+        rating, baseline = await asyncio.gather(rate, mind.baseline(content_free(template, n), numbers))
+    else:
+        rating, baseline = await rate, None
     if rating.probabilities:
-        probabilities = calibrated(rating.probabilities, baseline if not rating.sampled else None)
+        probabilities = weighted(calibrated(rating.probabilities, baseline if not rating.sampled else None), factors)
         return draw(probabilities, mind.settings.temperature, rating.seed, mind.settings.choices), rating.call_id
     return min(n, max(1, round(rating.value))) - 1, rating.call_id
 
@@ -181,10 +199,25 @@ async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[Move, U
     default = UtteranceAnswer(say=f"Sorry {other.first_name}, I have to go.")
     earlier = [t for _, t in conv.lines]
     names = (me.first_name, other.first_name)
+    town = _first_names(mind)
     answer = await mind.ask(me, msgs, UtteranceAnswer, default=default, purpose=Purpose.UTTERANCE, max_tokens=80,
-                            check=lambda v: _check_utterance(v, earlier, move, names),
+                            check=lambda v: _check_utterance(v, earlier, move, names, town),
                             script=script.model_dump_json())
-    return (move if answer.ok else Move(Aim.END)), answer.value, answer.call_id
+    if answer.ok:
+        return move, answer.value, answer.call_id
+    line = answer.rejected
+    if line is not None and off_aim(move, line.say, names) and _check_utterance(
+            UtteranceAnswer(say=line.say), earlier, Move(Aim.REPLY), names, town) is None:
+        # The person's own words, fine as a line, just not the move's (news that never says the
+        # news): said as a plain reply, so the talk goes on and nothing is counted as told.
+        return Move(Aim.REPLY), line, answer.call_id
+    return Move(Aim.END), answer.value, answer.call_id
+
+
+def _first_names(mind: Mind) -> list[str]:
+    """The town's first names that only one person has (a shared one could be either)."""
+    counts = Counter(p.first_name for p in mind.people())
+    return sorted(n for n, c in counts.items() if c == 1)
 
 
 def gist(mind: Mind, conv: Conversation, limit: int = 200) -> str:

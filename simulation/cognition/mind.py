@@ -56,6 +56,9 @@ class MindSettings:
     calibrate: bool = True
     """Whether a scored choice's probabilities are divided by a content-free question's
     (``cognition.calibrate``)."""
+    talk_prior: float = 1.0
+    """How strongly a person's extraversion and tie lean the choice to start a conversation
+    (``cognition.talk_prior``; ``cognition.sociability``)."""
 
 
 NOTES = ("deciding", "talking", "conversations")

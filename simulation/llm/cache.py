@@ -101,6 +101,7 @@ class CachedBackend:
         self.cache = cache
         self.mode = mode
         self.name = inner.name
+        self.scripted = bool(getattr(inner, "scripted", False))
         self.model_id = inner.model_id
         self.hits = 0
         self.misses = 0

@@ -37,6 +37,10 @@ class Answer(Generic[T]):
     """False when the value is the caller's default after failed attempts."""
     call_id: int | None = None
     """The ``llm_calls`` row of the last attempt, when the caller records calls."""
+    rejected: T | None = None
+    """When ``ok`` is False: the last attempt's answer if it was well-formed and only ``check``
+    turned it down (the caller may still use it for something else, e.g. a line that does not do
+    its move said as a plain reply), else None."""
 
 
 @dataclass
@@ -140,6 +144,7 @@ class LLMClient:
         schema = _schema(model)
         text, prompt = "", messages
         for attempt in range(MAX_ATTEMPTS):
+            rejected: T | None = None
             request = LLMRequest(
                 messages=prompt,
                 json_schema=schema,
@@ -161,7 +166,7 @@ class LLMClient:
                 value, error = parse_answer(completion.text, model)
                 if value is not None and check is not None:
                     error = check(value)
-                    value = None if error else value
+                    rejected, value = (value, None) if error else (None, value)
             last = attempt == MAX_ATTEMPTS - 1
             call_id = self._record(request, completion, attempt, value is not None, error,
                                    fallback=value is None and last)
@@ -171,7 +176,7 @@ class LLMClient:
             prompt = [*messages, {"role": "assistant", "content": text},
                       {"role": "user", "content": f"That answer is not usable: {error}. Answer again, differently."}]
         self.stats.fallbacks += 1
-        return Answer(default, False, call_id)
+        return Answer(default, False, call_id, rejected)
 
     async def rate(self, messages: list[dict[str, str]], options: Sequence[str], values: Sequence[float], *,
                    default: float, purpose: str, agent_id: str | None, tick: int | None) -> Rating:
@@ -209,8 +214,9 @@ class LLMClient:
     @property
     def reads_probabilities(self) -> bool:
         """Whether the backend's option probabilities come from a model (not the scripted control,
-        whose "probabilities" are its rule: all on the first option)."""
-        return self.backend.name != "control"
+        whose "probabilities" are its rule: all on the first option; a backend says so with a
+        ``scripted = True`` class attribute)."""
+        return not getattr(self.backend, "scripted", False)
 
     def count_tokens(self, messages: list[dict[str, str]]) -> int:
         """The prompt tokens the backend will see for ``messages`` (its chat template applied):

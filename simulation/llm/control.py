@@ -49,6 +49,8 @@ _UNLIKELY = -30.0
 
 class ControlBackend:
     name = "control"
+    scripted = True
+    """Its option "probabilities" are its rule, not a model's (``LLMClient.reads_probabilities``)."""
     model_id = "control"
 
     @classmethod

@@ -51,6 +51,10 @@ class CognitionSettings(StrictModel):
         True, description="divide a scored choice's probabilities by those of the same question with its content "
         "blanked ('Calibrate Before Use', Zhao et al. 2021), so a model's habit of answering one number does not "
         "make the choice; false: draw from the raw probabilities")
+    talk_prior: float = Field(
+        1.0, ge=0, le=5, description="how strongly a person's extraversion and their tie to someone (known, liked) "
+        "scale the odds that they start a conversation with them, on top of the model's choice "
+        "(cognition/sociability.py); 0: the model's probabilities alone")
     phases: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$", max_length=200)]] | None = Field(
         None, min_length=1, max_length=50,
         description="the cognition phases each tick runs, in order: built-in names (perceive, importance, decide, "
