@@ -32,7 +32,7 @@ def eval_(
         metavar="TARGET...", help="persona files, scenarios (every person in them) or run directories",
         show_default=False)],
     suite: Annotated[str, typer.Option(
-        help="comma-separated: bigfive, interview, personagym, consistency")] = "bigfive",
+        help="comma-separated: bigfive, interview, personagym, consistency, backtest")] = "bigfive",
     backend: AgentBackendOpt = None,
     model: AgentModelOpt = None,
     base_url: AgentBaseUrlOpt = None,
@@ -149,6 +149,19 @@ def _show(result: Any, out: Path) -> None:
                         cell(look.value(suite, "agreement_baseline")), escape(kappa_cell(look.get(suite, "kappa"))))
         console.print(factors)
         console.print(f"{label}: high/low {escape(agreement_text(look, suite))}", highlight=False)
+    if "backtest" in result.suites:
+        bt = Table(title="Back-test: the persona's side of 0.5 named by a judge who reads only the person's lines "
+                         "(Wilson 95 % intervals), beside the constant guess", title_justify="left")
+        for name in ("factor", "success", "written low", "written high", "constant guess"):
+            bt.add_column(name, justify="left" if name == "factor" else "right")
+        for f in (*FACTORS, None):
+            key = f"success_{f}" if f else "success"
+            bt.add_row(f or "[bold]all factors[/]", _ci_text(look.get("backtest", key)),
+                       _ci_text(look.get("backtest", f"{key}_low")) if f else "",
+                       _ci_text(look.get("backtest", f"{key}_high")) if f else "",
+                       cell((look.get("backtest", key).details.get("constant_guess")
+                             if look.get("backtest", key) else None)))
+        console.print(bt)
     for suite, why in result.skipped.items():
         console.print(f"[yellow]{suite} skipped:[/] {escape(why)}")
     dropped = [(s, look.value(s, "dropped_judgements")) for s in ("interview", "personagym", "consistency")

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from simulation.errors import InputError, Problem
-from simulation.evaluation import bigfive, consistency, interview, personagym
+from simulation.evaluation import backtest, bigfive, consistency, interview, personagym
 from simulation.evaluation.session import SUITES, EvalOptions, Metric, Session
 from simulation.evaluation.targets import Target
 from simulation.llm import batching
@@ -27,8 +27,12 @@ from simulation.llm.types import RawCompletion
 
 MODULES: dict[str, ModuleType] = {
     "bigfive": bigfive, "interview": interview, "personagym": personagym, "consistency": consistency,
+    "backtest": backtest,
 }
-PURPOSE_PREFIX = {"ipip": "bigfive", "iv_": "interview", "pg_": "personagym", "cons_": "consistency"}
+PURPOSE_PREFIX = {"ipip": "bigfive", "iv_": "interview", "pg_": "personagym", "cons_": "consistency",
+                  "bt_": "backtest"}
+RUN_ONLY = ("consistency", "backtest")
+"""Suites that read a run's logged behaviour, which only run agents have."""
 
 
 def parse_suites(text: str) -> tuple[str, ...]:
@@ -42,8 +46,8 @@ def parse_suites(text: str) -> tuple[str, ...]:
 
 
 def applicable(suite: str, targets: list[Target]) -> list[Target]:
-    """Consistency judges logged behaviour, which only run agents have."""
-    return [t for t in targets if t.run_id is not None] if suite == "consistency" else list(targets)
+    """Consistency and the back-test read logged behaviour, which only run agents have."""
+    return [t for t in targets if t.run_id is not None] if suite in RUN_ONLY else list(targets)
 
 
 @dataclass
@@ -112,7 +116,7 @@ def evaluate(
     printed beside them in the report; without it the report says the caller gave the backends."""
     session = Session(agent, judge, options, on_progress)
     plan = {s: applicable(s, targets) for s in options.suites}
-    skipped = {s: "needs a run directory as target (it judges logged actions and utterances)"
+    skipped = {s: "needs a run directory as target (it reads logged actions and utterances)"
                for s, ts in plan.items() if not ts}
     plan = {s: ts for s, ts in plan.items() if ts}
     if not plan:

@@ -105,4 +105,34 @@ def write_all(result: EvalResult, out: Path) -> dict[str, Any]:
         md["personagym"] = _save(_personagym_figure(result), out, "personagym", files)
     if "consistency" in result.suites:
         md["consistency"] = _save(_consistency_figure(result), out, "consistency", files)
+    if "backtest" in result.suites:
+        md["backtest"] = _save(_backtest_figure(result), out, "backtest", files)
     return {"files": files, "markdown": md}
+
+
+def _backtest_figure(result: EvalResult) -> Any:
+    """Per factor: the judge's probability of the high pole against the persona's written value."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    names = {t.key: t.persona.name for t in result.targets}
+    fig = make_subplots(rows=1, cols=len(FACTORS), subplot_titles=[f.capitalize() for f in FACTORS],
+                        shared_yaxes=True, horizontal_spacing=0.03)
+    for col, f in enumerate(FACTORS, start=1):
+        rows = [m for m in result.metrics if m.suite == "backtest" and m.metric == f"p_high_{f}"
+                and m.target is not None and m.value is not None]
+        colours = ["#2a9d8f" if m.details.get("success") else "#e76f51" if m.details.get("success") is False
+                   else "#999" for m in rows]
+        for x0, y0, x1, y1 in ((0, 0.5, 1, 0.5), (0.5, 0, 0.5, 1)):
+            fig.add_trace(go.Scatter(x=[x0, x1], y=[y0, y1], mode="lines", line={"dash": "dot", "color": "#bbb"},
+                                     showlegend=False, hoverinfo="skip"), row=1, col=col)
+        fig.add_trace(go.Scatter(x=[m.details["written"] for m in rows], y=[m.value for m in rows], mode="markers",
+                                 text=[names.get(m.target, m.target) for m in rows], showlegend=False,
+                                 marker={"size": 9, "color": colours},
+                                 hovertemplate="%{text}<br>written %{x:.2f}<br>judge's P(high) %{y:.2f}"),
+                      row=1, col=col)
+        fig.update_xaxes(range=[-0.05, 1.05], title_text="written", row=1, col=col)
+    fig.update_yaxes(range=[-0.05, 1.05], title_text="judge's P(high pole)", row=1, col=1)
+    fig.update_layout(title="Back-test: traits read from the person's lines (green: right side, red: wrong)",
+                      template="plotly_white", height=420)
+    return fig

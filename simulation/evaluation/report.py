@@ -222,6 +222,24 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
         lines += ["", f"Across agents: PersonaScore {_ci(look.get('personagym', 'persona_score'))}; "
                   f"unparsable judgements dropped: {_fmt(look.value('personagym', 'dropped_judgements'), 0)}.", "",
                   images.get("personagym", ""), ""]
+    if "backtest" in result.suites:
+        lines += ["## Back-test: traits read from the lines alone", "",
+                  "A judge that never sees the persona reads each person's lines of the run and names, per "
+                  "factor, the side of 0.5 it fits (both orders of the two descriptions, averaged). Success = "
+                  "the side the persona was written on; factors within 0.05 of 0.5 have no side. Wilson 95 % "
+                  "intervals; the constant guess always names the side most people were written on.", "",
+                  "| factor | success | written low | written high | constant guess |", "|---|---|---|---|---|"]
+        for f in (*FACTORS, None):
+            key = f"success_{f}" if f else "success"
+            m = look.get("backtest", key)
+            lines.append(f"| {f or '**all factors**'} | {_ci(m)} ({m.details.get('n', 0) if m else 0} judged) | "
+                         f"{_ci(look.get('backtest', f'{key}_low')) if f else ''} | "
+                         f"{_ci(look.get('backtest', f'{key}_high')) if f else ''} | "
+                         f"{_fmt(m.details.get('constant_guess') if m else None)} |")
+        everyone = look.get("backtest", "success")
+        few = everyone.details.get("too_few_lines", 0) if everyone else 0
+        lines += ["", f"People left out for saying fewer than 2 lines: {few}.", "",
+                  images.get("backtest", ""), ""]
     if "consistency" in result.suites:
         lines += ["## Consistency with the persona in the run", "", "Judge's score per logged item, 0-9.", "",
                   "| agent | mean | judged | dropped |", "|---|---|---|---|"]

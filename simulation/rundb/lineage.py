@@ -23,13 +23,18 @@ from typing import Any
 from simulation.rundb.connect import connect_ro, table_names
 from simulation.rundb.intervals import estimate
 
-__all__ = ["DB_NAME", "PROSOCIAL", "LineageUnreadable", "RoundResult", "create", "read", "record", "round_table"]
+__all__ = ["DB_NAME", "PROSOCIAL", "LineageUnreadable", "prosocial", "RoundResult", "create", "read", "record", "round_table"]
 
 DB_NAME = "evolve.db"
 
-PROSOCIAL = ("talk.invitations", "talk.aim.share", "facts.party.told", "facts.market.told",
-             "relationships.density_end", "talk.conversations", "reward.informed", "reward.tie")
-"""Measures read as prosocial: inviting, passing news on, ties, talking at all."""
+PROSOCIAL = ("talk.invitations", "talk.aim.share", "relationships.density_end", "talk.conversations",
+             "reward.informed", "reward.tie")
+"""Measures read as prosocial: inviting, passing news on, ties, talking at all; and every
+scenario fact's ``facts.<id>.told`` (``prosocial``), whatever the scenario calls its news."""
+
+
+def prosocial(metric: str) -> bool:
+    return metric in PROSOCIAL or (metric.startswith("facts.") and metric.endswith(".told"))
 
 _SCHEMA = (
     "create table if not exists rounds (round integer primary key, model text not null, parent text, "
@@ -119,7 +124,7 @@ def round_table(results: list[RoundResult]) -> list[dict[str, Any]]:
             moved = "higher" if last.low > first.high else "lower" if last.high < first.low else "overlap"
         change = None if first.mean is None or last.mean is None else last.mean - first.mean
         rows.append({"metric": name, "rounds": ests, "change": change, "moved": moved,
-                     "prosocial": name in PROSOCIAL})
+                     "prosocial": prosocial(name)})
     reward = next((r for r in rows if r["metric"] == "reward.mean"), None)
     rose = reward is not None and (reward["change"] or 0) > 0
     for row in rows:
