@@ -132,7 +132,8 @@ def _show(result: Any, out: Path) -> None:
                                                  else "" for _, (s, m) in cols[1:]))
     table.add_row("[bold]all agents[/]", *(cell(look.value(s, m)) if m == "agreement_baseline"
                                            else _ci_text(look.get(s, m)) for _, (s, m) in cols[1:]))
-    console.print(table)
+    if len(cols) > 1:  # the back-test alone has no per-agent columns
+        console.print(table)
     for suite, label in (("bigfive", "IPIP"), ("interview", "Interview")):
         if suite not in result.suites:
             continue
