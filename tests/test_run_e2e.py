@@ -90,7 +90,13 @@ def test_real_run_accounts_every_llm_call(real_run):
     calls = db["llm_calls"].count
     in_ticks = db.execute("select sum(llm_calls) from ticks").fetchone()[0]
     probe_calls = db.execute("select count(*) from llm_calls where purpose like 'probe%'").fetchone()[0]
-    assert calls > 0 and calls == in_ticks + probe_calls
+    # a probe's first question (answer, or "I have not heard of it") is a scored choice, calibrated
+    # against its content-free version: asked once, after the last tick, under purpose "calibrate"
+    first_probe = db.execute("select min(id) from llm_calls where purpose like 'probe%'").fetchone()[0]
+    probe_baseline = db.execute("select count(*) from llm_calls where purpose = 'calibrate' and id > ?",
+                                [first_probe]).fetchone()[0]
+    assert probe_baseline <= 1
+    assert calls > 0 and calls == in_ticks + probe_calls + probe_baseline
     assert db.execute("select count(*) from llm_calls where prompt_tokens = 0").fetchone()[0] == 0
     assert db["probes"].count == 2, "one question for each of the two"
     assert all(r["parse_ok"] in (0, 1) for r in db["llm_calls"].rows)
