@@ -13,7 +13,7 @@ probabilities before the draw, a product of experts:
     factor = exp(strength * (2 * (extraversion - 0.5) + KNOWN * knows + LIKES * sentiment))
 
 An average person meeting a stranger gets 1 (the model alone decides); an outgoing one (0.85)
-meeting a friend (sentiment 0.4) about 3.5; a reserved one (0.2) meeting a stranger about 0.55.
+meeting a friend (sentiment 0.4) about 4; a reserved one (0.2) meeting a stranger about 0.55.
 ``cognition.talk_prior`` is the strength (0 turns it off). The model still decides: a factor
 scales its odds, it never replaces them, and the scripted control (no model) is unmoved by it.
 """

@@ -14,6 +14,7 @@ written (``cognition.converse.misaddressed``, by the same rule); this counts wha
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections import Counter
 from typing import Any
 
@@ -22,7 +23,9 @@ GREETINGS = (r"hi|hello|hey|morning|good morning|good afternoon|good evening|goo
              r"excuse me|congratulations|cheers")
 
 
+@lru_cache(maxsize=4096)
 def _address(name: str) -> re.Pattern[str]:
+    """Compiled once per name: the engine checks every line against the whole town's names."""
     n = re.escape(name)
     return re.compile(
         rf"(?:^\W*{n}\s*[,!?:]"                                  # "Daniel, ..." opening the line
