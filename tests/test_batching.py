@@ -110,7 +110,7 @@ def test_an_exception_raised_by_a_signal_inside_a_batch_reaches_the_waiting_agen
     backend is busy in a batch. Every waiting agent must see it; the old client left the event loop
     idle forever (the issue's stack: ``_run_once`` -> ``EpollSelector.select``)."""
     backend = SyncDouble(raise_at=1, busy_s=10.0)
-    client = LLMClient(backend, run_seed=1)
+    client = LLMClient(backend, run_seed=1, call_timeout_s=None)  # on the loop's thread, where a signal lands
     loop = BatchLoop(stall_s=0)
 
     def timeout(signum, frame):

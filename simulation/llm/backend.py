@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from simulation.llm import offthread
 from simulation.llm.types import LLMRequest, RawCompletion
 
 OnDone = Callable[[int, RawCompletion], None]
@@ -61,11 +62,14 @@ async def agenerate(backend: Backend, requests: Sequence[LLMRequest],
                     on_done: OnDone | None = None) -> list[RawCompletion]:
     """The one way to ask a backend asynchronously: ``await backend.agenerate(requests, on_done)``
     where the backend has it (``AsyncBackend``: its requests are then in flight together), else
-    ``backend.generate(requests, on_done)``, called directly (in-process work blocks the loop
-    either way)."""
+    ``backend.generate(requests, on_done)``: called directly (in-process work blocks the loop),
+    or, inside a call under a deadline (``simulation.llm.deadline``), in the worker thread of
+    ``simulation.llm.offthread``, so the loop can see the deadline pass."""
     own = getattr(backend, "agenerate", None)
     if own is not None:
         return await own(requests, on_done)
+    if offthread.ENABLED.get():
+        return await offthread.in_worker(backend, requests, on_done)
     return backend.generate(requests, on_done)
 
 

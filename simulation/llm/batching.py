@@ -29,6 +29,7 @@ of their agents' last requests. A stuck phase is an error at the tick boundary, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import selectors
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Generic, TypeVar
@@ -160,6 +161,18 @@ class BatchLoop(asyncio.SelectorEventLoop):
             raise
         finally:
             self._phase = None
+
+    def close(self) -> None:
+        """Cancel what a stopped phase left waiting (Ctrl-C, an error, a deadline: a batch may still
+        be computing in a worker thread), let it unwind, then close: no task is destroyed pending."""
+        if not self.is_closed() and not self.is_running():
+            left = [t for t in asyncio.all_tasks(self) if not t.done()]
+            for task in left:
+                task.cancel()
+            if left:
+                with contextlib.suppress(BaseException):
+                    self.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        super().close()
 
     def _describe_stuck(self) -> str:
         own = {self._phase} | {t for b in self._batchers for t in b.tasks}

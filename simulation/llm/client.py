@@ -18,6 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ValidationError, create_model
 
 from simulation.llm.backend import Backend, agenerate
+from simulation.llm.deadline import CALL_TIMEOUT_S, bounded
 from simulation.llm.batching import Batcher
 from simulation.llm.scoring import ScoredOptions, expected
 from simulation.llm.seeds import derive_seed
@@ -111,8 +112,13 @@ class LLMClient:
         max_tokens: int = 96,
         on_call: Callable[[CallRecord], int | None] | None = None,
         on_progress: Callable[[RawCompletion], None] | None = None,
+        call_timeout_s: float | None = CALL_TIMEOUT_S,
     ):
+        """``call_timeout_s``: seconds a batch may go without an answer before it is abandoned
+        with ``CallTimeout`` (``simulation.llm.deadline``); None or 0: no deadline, and an
+        in-process backend computes on the loop's own thread."""
         self.backend = backend
+        self.call_timeout_s = call_timeout_s or None
         self.run_seed = run_seed
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -248,7 +254,9 @@ class LLMClient:
 
     async def _send(self, requests: list[LLMRequest]) -> list[RawCompletion]:
         """One batch to the backend: awaited where the backend talks to servers (its requests are in
-        flight together), called directly where it computes in this process."""
+        flight together), computed in this process otherwise; under the client's deadline."""
         self.stats.batches += 1
         on_done = (lambda _i, c: self.on_progress(c)) if self.on_progress else None  # type: ignore[misc]
-        return await agenerate(self.backend, requests, on_done)
+        if self.call_timeout_s is None:
+            return await agenerate(self.backend, requests, on_done)
+        return await bounded(self.backend, requests, on_done, self.call_timeout_s)

@@ -17,7 +17,14 @@ from simulation.formats.paths import resolve_path
 from simulation.formats.strict import StrictModel
 from simulation.formats.yamlfile import missing_file
 
-__all__ = ["ControlSettings", "LLMSettings", "LlamaCppSettings", "OpenAISettings", "VLLMSettings"]
+__all__ = ["CALL_TIMEOUT_S", "ControlSettings", "LLMSettings", "LlamaCppSettings", "OpenAISettings", "VLLMSettings"]
+
+
+CALL_TIMEOUT_S = 600.0
+"""Default seconds a backend call may go without delivering an answer (``simulation.llm.deadline``).
+Generous: the slowest honest case is a long batch on two cores, whose first answer comes only
+after every prompt of the batch has been read (eight 1,500-token prompts at 30 tokens/s: under
+7 minutes)."""
 
 
 def _backend_required(schema: dict[str, Any]) -> None:
@@ -37,6 +44,9 @@ class LLMSettings(StrictModel):
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(256, ge=8, le=4096, description="cap on the tokens of any one answer")
     context_tokens: int = Field(2048, ge=256, le=131072)
+    call_timeout_s: float = Field(
+        CALL_TIMEOUT_S, ge=0, le=86400, description="seconds a backend call may go without delivering an answer before "
+        "the run stops with an error naming it (resumable); 0: no deadline")
     cache: Literal["use", "refresh", "off"] = Field(
         "use", description="replay cache: use (read and write), refresh (write only), off"
     )

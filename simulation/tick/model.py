@@ -85,7 +85,8 @@ class TownModel(mesa.Model):
         self.moment = Moment(0, self.clock.start)
         self.recorder = Recorder(self.buffer, self.moment)
         self.llm = LLMClient(backend, run_seed=self.seed_value, temperature=settings.llm.temperature,
-                             max_tokens=settings.llm.max_tokens, on_call=self.recorder.llm_call, on_progress=on_llm)
+                             max_tokens=settings.llm.max_tokens, on_call=self.recorder.llm_call, on_progress=on_llm,
+                             call_timeout_s=settings.llm.call_timeout_s)
         folder = sc.memory.embedding_model
         embedder = get_embedder(str(resolve_path(folder, settings.base_dir)) if folder else None)
         self.memory = self._memory(embedder, resume_state is not None)

@@ -23,6 +23,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -114,6 +115,11 @@ class _Loaded:
     seqs: Sequences
     prefix: PrefixCache
     users: int = 1
+    busy: threading.Lock = field(default_factory=threading.Lock)
+    """Held while a call computes: the model is not freed under it (a call may run in the worker
+    thread of ``simulation.llm.offthread`` while the loop's thread closes the run)."""
+    closing: threading.Event = field(default_factory=threading.Event)
+    """Set by the last user's ``close``: a call still computing stops at its next token."""
 
 
 _LOADED: dict[tuple[str, int, int, int], _Loaded] = {}
@@ -157,6 +163,10 @@ def _vocab_chat(path: Path) -> ChatFormat:
             raise RunError(f"cannot read the tokenizer of {path}: {exc}") from None
     return _VOCABS[key]
 
+
+CLOSE_WAIT_S = 30.0
+"""How long ``close`` waits for a call still computing to stop at a token boundary; a call that
+does not (wedged in C) keeps the model: it is not freed under it."""
 
 PREFIX_CACHE_MB = 3072
 """Saved prefix states kept per loaded model, two thirds for personas and a third for longer
@@ -239,6 +249,7 @@ class LlamaCppBackend:
                 raise RunError(f"cannot load model {path}: {exc}") from None
             prefix = PrefixCache(seqs, (prefix_cache_mb << 20) * 2 // 3, (prefix_cache_mb << 20) // 3)
             loaded = _LOADED[self._key] = _Loaded(llm, seqs, prefix)
+        self._loaded = loaded
         self._llm = loaded.llm
         self.seqs: Sequences = loaded.seqs
         """Where every prompt is evaluated and every answer generated (the Llama object's own
@@ -248,6 +259,9 @@ class LlamaCppBackend:
         self.prefix: PrefixCache = loaded.prefix
         self.tokens = TokenCounts()
         """Prompt tokens sent, reused from a cached prefix, and generated, by this backend object."""
+        self.answer_tokens: list[list[int] | None] = []
+        """The token ids each answer of the last ``generate`` call generated, by request (None: a
+        scored or failed request): what tests compare when they claim the same bits."""
 
     @property
     def prefix_hits(self) -> int:
@@ -318,6 +332,7 @@ class LlamaCppBackend:
 
         def finish(answer: _Answer, reason: str) -> None:
             answer.sampler.close()
+            self.answer_tokens[answer.index] = list(answer.tokens)
             text = self._llm.detokenize(answer.tokens, prev_tokens=answer.prompt).decode("utf-8", errors="ignore")
             self.tokens.generated += len(answer.tokens)
             report(answer.index, RawCompletion(
@@ -354,6 +369,7 @@ class LlamaCppBackend:
             live = going
             if not live:
                 break
+            self._check_open()
             try:
                 seqs.step([(a.seq, a.tokens[-1]) for a in live])
             except DecodeError as exc:
@@ -385,6 +401,7 @@ class LlamaCppBackend:
             scores: list[float | None] = []
             evaluated = 0
             for option in spelled:
+                self._check_open()
                 logprob = log_softmax_at(after_prompt, option[0])
                 for j in range(1, len(option)):
                     at = seqs.eval(seq, [option[j - 1]], logits=True)
@@ -400,8 +417,18 @@ class LlamaCppBackend:
                              completion_tokens=evaluated, latency_s=time.perf_counter() - started,
                              finish_reason="scored")
 
+    def _check_open(self) -> None:
+        if self._loaded.closing.is_set():
+            raise RunError(f"the llama.cpp model {self.model_path.name} was closed while it was answering")
+
     def generate(self, requests: Sequence[LLMRequest], on_done: OnDone | None = None) -> list[RawCompletion]:
+        with self._loaded.busy:
+            self._check_open()
+            return self._generate_all(requests, on_done)
+
+    def _generate_all(self, requests: Sequence[LLMRequest], on_done: OnDone | None) -> list[RawCompletion]:
         results: list[RawCompletion | None] = [None] * len(requests)
+        self.answer_tokens = [None] * len(requests)
         # Deterministic order that groups shared prefixes for reuse; answers do not depend on it.
         order = sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages))
         for i in order:
@@ -422,6 +449,12 @@ class LlamaCppBackend:
         loaded.users -= 1
         if loaded.users <= 0:
             del _LOADED[self._key]
-            with contextlib.suppress(Exception):
-                loaded.seqs.close()
-                self._llm.close()
+            loaded.closing.set()
+            if not loaded.busy.acquire(timeout=CLOSE_WAIT_S):
+                return  # a call wedged inside the model: freeing it under that call could crash the process
+            try:
+                with contextlib.suppress(Exception):
+                    loaded.seqs.close()
+                    self._llm.close()
+            finally:
+                loaded.busy.release()
