@@ -3,6 +3,8 @@
     .venv/bin/python bench/day.py                          # 25 people, 07:00 to 23:00, bundled model
     .venv/bin/python bench/day.py --hours 2 --agents 8     # a shorter look
     .venv/bin/python bench/day.py --scripted --hours 1     # the scripted test double: a quick check
+    .venv/bin/python bench/day.py --model measure --hours 4   # the 1.5B measurement model (make measure-model)
+    .venv/bin/python bench/day.py --model PATH.gguf        # any GGUF
 
 The flagship's eight people and seventeen townsfolk (``bench/town.py``'s town), replay cache off,
 from 07:00 for ``--hours`` game hours. Per game hour it prints the wall time, LLM calls, prompt
@@ -44,6 +46,9 @@ from town import Timed, town_of, warm_embedder  # noqa: E402
 from simulation import Simulation  # noqa: E402
 from simulation.llm.factory import build_backend  # noqa: E402
 from simulation.llm.llamacpp import LlamaCppBackend  # noqa: E402
+
+MEASURE_MODEL = ROOT / ".cache" / "measure-model" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+"""What ``--model measure`` means: the Makefile's ``make measure-model`` target writes it there."""
 
 GOAL_EVALUATED = 1300
 GOAL_REUSED = 0.70
@@ -102,7 +107,7 @@ def machine_speed(backend: LlamaCppBackend, console: Console) -> tuple[float, fl
     if hasattr(backend, "prefix"):
         backend.prefix.forget()
     console.print(f"this machine: {best_pp:.0f} prompt tokens/s, {best_tg:.0f} generated tokens/s "
-                  "(bundled model, one stream)")
+                  f"({backend.model_id}, one stream)")
     return best_pp, best_tg
 
 
@@ -118,10 +123,25 @@ def decode_counters(backend: object) -> tuple[int, int, int, float, float]:
     return seqs.evaluated, seqs.singles + seqs.stepped, seqs.steps, seqs.eval_s, seqs.step_s
 
 
-def run_day(agents: int, hours: int, scripted: bool, out: Path, console: Console) -> tuple[list[Hour], dict]:
+def model_path(choice: str | None) -> Path | None:
+    """``--model``: None (the bundled model), ``measure`` (the measurement model) or a GGUF path."""
+    if choice is None:
+        return None
+    path = MEASURE_MODEL if choice == "measure" else Path(choice).expanduser().resolve()
+    if not path.is_file():
+        sys.exit(f"no model file at {path}" + (" (make measure-model fetches it)" if choice == "measure" else ""))
+    return path
+
+
+def run_day(agents: int, hours: int, scripted: bool, out: Path, console: Console,
+            model: Path | None = None) -> tuple[list[Hour], dict]:
     """The town for ``hours`` game hours; per game hour the wall and LLM seconds and llama.cpp's
     decode counters at its end, then the calls and tokens of its ticks from run.db."""
     loaded = town_of(agents)
+    if model is not None:
+        sc = loaded.scenario.model_copy(deep=True)
+        sc.llm = sc.llm.model_copy(update={"model": str(model)})
+        loaded = loaded.model_copy(update={"scenario": sc})
     tick_minutes = loaded.scenario.clock.tick_minutes
     ticks = hours * 60 // tick_minutes
     per_hour = 60 // tick_minutes
@@ -277,11 +297,13 @@ def main() -> None:
     ap.add_argument("--hours", type=int, default=16, help="game hours from 07:00 (16 = to 23:00)")
     ap.add_argument("--scripted", action="store_true", help="the scripted test double instead of the bundled model")
     ap.add_argument("--out", type=Path, default=None, help="folder for the run and day.json/csv/png (default: temp)")
+    ap.add_argument("--model", default=None, help="a GGUF file, or 'measure' for the 1.5B measurement model "
+                    "(default: the bundled model)")
     args = ap.parse_args()
     console = Console(width=max(120, Console().width))
     warm_embedder()
     out = args.out or Path(tempfile.mkdtemp(prefix="agora-day-"))
-    rows, info = run_day(args.agents, args.hours, args.scripted, out / "runs", console)
+    rows, info = run_day(args.agents, args.hours, args.scripted, out / "runs", console, model_path(args.model))
     report(rows, info, out, console)
 
 
