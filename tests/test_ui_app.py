@@ -393,6 +393,23 @@ def test_runs_lists_runs_side_by_side_and_names_a_broken_one(monkeypatch, finish
     assert "not a readable SQLite database" in table.iloc[2]["problem"]
 
 
+def test_runs_shows_a_fork_with_its_parent_and_the_tick_where_they_part(monkeypatch, finished_run, tmp_path):
+    from simulation import Simulation
+    from simulation.run.fork import Intervention
+    from simulation.testing import ScriptedBackend
+
+    runs = tmp_path / "runs"
+    with Simulation.fork(finished_run, at=6, out=runs, backend=ScriptedBackend(),
+                         interventions=[Intervention("whisper", "The mill is for sale.", to="walter_hughes")]) as fork:
+        fork.run()
+    at = open_page(app(monkeypatch, finished_run, runs_dir=runs), "runs")
+    table = at.dataframe[0].value.set_index("run")
+    parent_id = rows(finished_run, "select run_id from runs")[0]["run_id"]
+    assert table.loc[fork.run_dir.name, "fork of"] == (f"{parent_id} from tick 6 "
+                                                       "(whisper walter_hughes: The mill is for sale.)")
+    assert table.loc[finished_run.name, "fork of"] == ""
+
+
 def test_runs_shows_the_rounds_of_a_co_evolution_loop(monkeypatch, finished_run, newer_run, tmp_path):
     """An `agora evolve` folder (evolve.db written by the loop's own writer): its held-out runs are
     offered, its lineage and per-round table are shown, and a prosocial measure that fell while

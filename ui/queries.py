@@ -522,5 +522,20 @@ def summary(db: RunDB) -> dict[str, Any]:
         "outcomes": "; ".join(outcome) or "-",
         "aware": {f: s.aware for f, s in spread.items()},
         "probe answers": metrics.count(db.con, db.run_id, "probes"),
+        "fork of": fork_of(run),
         "started": run.get("started_at"),
     }
+
+
+def fork_of(run: dict[str, Any]) -> str:
+    """A fork's parent, the tick where they part and what it changed there ("" for a run that is
+    no fork, or one recorded before schema 11)."""
+    parent = run.get("parent_run_id")
+    if not parent:
+        return ""
+    try:
+        changes = json.loads(run.get("interventions") or "[]")
+    except ValueError:
+        changes = []
+    said = "; ".join(f"{c.get('kind')} {c.get('to') or c.get('place')}: {c.get('text')}" for c in changes)
+    return f"{parent} from tick {run.get('fork_tick')}" + (f" ({said})" if said else " (no intervention)")

@@ -1,4 +1,4 @@
-"""`agora run` and `agora resume`: step a run to its end with a progress bar, then print its summary.
+"""`agora run`, `agora resume` and `agora fork`: step a run to its end with a progress bar, then print its summary.
 
 The run loop is ``Simulation.run`` (simulation/run/simulation.py); these commands add a progress
 bar, and on any stop say what is saved and how to go on.
@@ -24,7 +24,7 @@ from simulation.rundb.behaviour import failing_purposes
 if TYPE_CHECKING:
     from simulation import Simulation
 
-__all__ = ["print_summary", "resume", "run"]
+__all__ = ["fork", "print_summary", "resume", "run"]
 
 QuietOpt = common.quiet_option("the run directory")
 
@@ -84,6 +84,54 @@ def resume(
     if show:
         common.err.print(f"resuming {sim.run_id} at tick {sim.tick} ({sim.now:%a %H:%M}), "
                          f"{sim.ticks_left} tick(s) to go", highlight=False)
+    _drive(sim, progress, started, quiet)
+
+
+@user_errors
+def fork(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="the run to fork (holds run.db)", show_default=False)],
+    at: Annotated[int, typer.Option(min=0, help="the first tick the fork makes itself; the ticks before it are "
+                                    "the parent's, replayed from the replay cache", show_default=False)],
+    out: Annotated[Path, typer.Option(help="directory that receives the fork's run directory")] = Path("runs"),
+    whisper: Annotated[Optional[list[str]], typer.Option(
+        help="PERSON=TEXT: a thought put into a person's mind at the fork (repeatable)", show_default=False)] = None,
+    event: Annotated[Optional[list[str]], typer.Option(
+        help="PLACE=TEXT or PLACE:MINUTES=TEXT: something everyone at a place sees from the fork (repeatable)",
+        show_default=False)] = None,
+    fact: Annotated[Optional[str], typer.Option(
+        help="the scenario fact the whispers and events bring into the town (tracked as the scenario's own)",
+        show_default=False)] = None,
+    ticks: Annotated[Optional[int], typer.Option(min=1, help="ticks to run after the fork (default: to the parent's end)")] = None,
+    backend: BackendOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    cache: CacheOpt = None,
+    cache_path: CachePathOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Branch a run at a tick: a new run whose earlier ticks are the parent's, bit for bit, and which
+    then goes its own way after the interventions (docs/experiments.md)."""
+    from simulation import Simulation
+    from simulation.run.fork import parse_event, parse_whisper
+
+    interventions = [parse_whisper(w, fact) for w in whisper or []] + [parse_event(e, fact) for e in event or []]
+    choice = common.backend_choice(backend, model, base_url, cache, cache_path)
+    show = common.show_progress(quiet)
+    progress = _RunProgress(enabled=show)
+    started = time.perf_counter()
+    replay = _RunProgress(enabled=show)
+    with replay.live(at):
+        replay.describe("replaying the parent")
+        sim = Simulation.fork(run_dir, at=at, out=out, interventions=interventions, ticks=ticks, llm=choice,
+                              on_tick=replay.on_tick, on_llm=replay.on_llm)
+    if not quiet:
+        fresh = replay.calls - replay.hits
+        common.err.print(f"forked {sim.run_id} from {run_dir} at tick {at} ({sim.now:%a %H:%M}): "
+                         f"{replay.calls} answers replayed, {replay.hits} from the replay cache"
+                         + (f", {fresh} asked again (not in the cache)" if fresh else "")
+                         + f"; {len(interventions)} intervention(s); {sim.ticks_left} tick(s) to go",
+                         highlight=False, markup=False)
+    sim.model.llm.on_progress = progress.on_llm  # the rest of the run's calls, on the run's own bar
     _drive(sim, progress, started, quiet)
 
 

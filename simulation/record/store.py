@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -30,7 +30,10 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
          "started_at": str, "finished_at": str, "agora_version": str, "schema_version": int,
          # which engine code made it (``version.engine_fingerprint``) and the scenario text's sha256
          # (schema 9): what the behaviour benchmark checks before it reuses a run
-         "engine": str, "scenario_sha256": str},
+         "engine": str, "scenario_sha256": str,
+         # a fork (schema 11): the run it branched from, its folder, the first tick it made itself,
+         # and the interventions applied there (JSON list; ``simulation.run.fork``)
+         "parent_run_id": str, "parent_dir": str, "fork_tick": int, "interventions": str},
         "run_id",
     ),
     "agents": (

@@ -35,6 +35,8 @@ from simulation.scenario import LoadedScenario, load
 if TYPE_CHECKING:
     import sqlite_utils
 
+    from simulation.run.fork import Intervention
+
     from simulation.cognition import Phase
     from simulation.rundb.summary import RunSummary
     from simulation.tick.model import TownModel
@@ -118,6 +120,26 @@ class Simulation:
             phases = checked(phases)
         run, built = resume_run(Path(run_dir), ticks=ticks, llm=llm, on_llm=on_llm, backend=backend, phases=phases)
         return cls(run, built, owns_backend=backend is None)
+
+    @classmethod
+    def fork(cls, run_dir: str | Path, *, at: int, out: str | Path = "runs", interventions: Sequence[Intervention] = (),
+             ticks: int | None = None, llm: BackendChoice | None = None, backend: Backend | None = None,
+             on_tick: OnTick | None = None, on_llm: Callable[[RawCompletion], None] | None = None) -> Simulation:
+        """A new run in ``out`` that is ``run_dir``'s, bit for bit, up to tick ``at`` (replayed from
+        the replay cache), then gets ``interventions`` (``simulation.run.fork``). It is returned
+        open at tick ``at``; ``run()`` takes it on: ``ticks`` more (default: to the parent's end).
+        ``on_tick`` sees each replayed tick, ``on_llm`` every LLM call."""
+        from simulation.run.fork import fork_settings, replay
+
+        parent, settings = fork_settings(run_dir, at=at, out=out, interventions=interventions, ticks=ticks, llm=llm)
+        sim = cls.from_settings(settings, backend=backend, on_llm=on_llm)
+        replay(sim, parent, at, interventions, on_tick)
+        return sim
+
+    def record_lineage(self, **fields: str | int | None) -> None:
+        """Record in run.db what this run was forked from (``runs.parent_run_id``, ``parent_dir``,
+        ``fork_tick``, ``interventions``)."""
+        self._run.store.update_run(**fields)
 
     # ------------------------------------------------------------------ what it is
 

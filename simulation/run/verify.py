@@ -30,6 +30,7 @@ from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.record.store import TABLES
 from simulation.rundb.connect import connect_ro, db_path, table_names
 from simulation.rundb.diff import SKIPPED_TABLES, first_difference
+from simulation.run.recorded import deliver_whispers, recorded_run, recorded_whispers
 from simulation.scenario import LoadedScenario
 
 __all__ = ["CacheMiss", "Verification", "verify"]
@@ -84,17 +85,6 @@ class Verification:
     notes: tuple[str, ...] = ()
 
 
-def _run_row(con: sqlite3.Connection, run_dir: Path) -> tuple[dict[str, Any], str]:
-    if "runs" not in table_names(con) or "resume_state" not in table_names(con):
-        raise InputError(Problem(str(run_dir), "not a run that can be verified: its run.db has no recorded "
-                                 "scenario (made by an older Agora?)"))
-    run = con.execute("select * from runs").fetchone()
-    saved = con.execute("select scenario from resume_state").fetchone()
-    if run is None or saved is None:
-        raise InputError(Problem(str(run_dir), "run.db records no run"))
-    return dict(run), saved[0]
-
-
 def _cache_file(given: Path | None, loaded: LoadedScenario, run_dir: Path) -> Path:
     settings = loaded.scenario.llm
     if given is not None:
@@ -136,14 +126,6 @@ def _miss_report(con: sqlite3.Connection, miss: CacheMiss) -> str:
     return f"{miss}; its prompt is the original's, so the cache file lacks the answer (not this run's cache?)"
 
 
-def _deliver(sim: Any, whispers: list[dict[str, Any]], tick: int) -> None:
-    """Put the original's whispers delivered at ``tick`` in the re-run's inbox, with their ids."""
-    rows = [{**w, "run_id": sim.run_id, "delivered_tick": None, "delivered_at": None}
-            for w in whispers if w["delivered_tick"] == tick]
-    if rows:
-        sim.db["inbox"].insert_all(rows)
-
-
 def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | None = None,
            on_tick: Callable[[int, int], None] | None = None) -> Verification:
     """Re-run ``run_dir``'s committed ticks from the replay cache and compare every row.
@@ -158,11 +140,10 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
         raise InputError(Problem(str(run_dir), "no run.db here: give a run directory"))
     con = connect_ro(original)
     try:
-        run, scenario_json = _run_row(con, run_dir)
+        run, scenario_json = recorded_run(con, run_dir)
         loaded = LoadedScenario.model_validate_json(scenario_json)
         cache_file = _cache_file(cache_path, loaded, run_dir)
-        whispers = [dict(r) for r in con.execute("select id, agent_id, text, created_at, sender, delivered_tick "
-                                                 "from inbox order by id")] if "inbox" in table_names(con) else []
+        whispers = recorded_whispers(con)
         asked = "probes" in table_names(con) and con.execute("select count(*) from probes").fetchone()[0] > 0
         finished = run["status"] == "finished" or asked
         ticks = int(run["ticks_done"] or 0)
@@ -188,11 +169,11 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
                 sim = Simulation.from_scenario(loaded, seed=run["seed"], backend=backend, out=where, ticks=ticks)
                 with sim:
                     for tick in range(ticks):
-                        _deliver(sim, whispers, tick)
+                        deliver_whispers(sim, whispers, tick)
                         sim.step()
                         if on_tick is not None:
                             on_tick(tick + 1, ticks)
-                    _deliver(sim, whispers, None)  # sent, never delivered
+                    deliver_whispers(sim, whispers, None)  # sent, never delivered
                     if finished:  # probes, behaviour metrics, status: as the original ended
                         sim.run(0)
                     else:

@@ -19,7 +19,7 @@ __all__ = ["SKIPPED_TABLES", "VOLATILE", "Difference", "comparable_columns", "fi
 VOLATILE: dict[str, frozenset[str]] = {
     "*": frozenset({"run_id"}),
     "runs": frozenset({"scenario_path", "ticks_planned", "status", "message", "started_at", "finished_at",
-                       "agora_version", "engine"}),
+                       "agora_version", "engine", "parent_run_id", "parent_dir", "fork_tick", "interventions"}),
     "ticks": frozenset({"wall_s", "llm_s", "cache_hits"}),
     "llm_calls": frozenset({"cache_hit", "latency_s"}),
     "inbox": frozenset({"created_at", "delivered_at"}),
@@ -29,6 +29,16 @@ VOLATILE: dict[str, frozenset[str]] = {
 
 SKIPPED_TABLES = frozenset({"resume_state"})
 """Bookkeeping of how a run was stepped (its checkpoint, how often it was resumed), not what happened."""
+
+PREFIX_TICK = {"conversations": "ended_tick", "inbox": "delivered_tick"}
+"""How a table's rows are dated when only the ticks before a fork are compared (default ``tick``):
+a conversation belongs to the prefix once it has ended, a whisper once it was delivered."""
+LATER = {"runs": frozenset({"ticks_done"}), "memories": frozenset({"last_accessed"})}
+"""Columns of a prefix's rows that later ticks update in place (how many ticks a run did, when a
+memory was last retrieved): left out when only the ticks before a fork are compared."""
+AFTER_THE_END = frozenset({"probes", "behaviour", "embeddings"})
+"""Left out of a prefix comparison: what a run writes at its end (probe answers, its metrics),
+and the vectors of its texts (each memory's text is compared; its vector follows from it)."""
 
 
 @dataclass(frozen=True)
@@ -66,21 +76,32 @@ def comparable_columns(con: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in con.execute(f"pragma table_info([{table}])") if r[1] not in volatile]
 
 
-def table_rows(con: sqlite3.Connection, table: str, columns: list[str]) -> list[tuple[Any, ...]]:
+def table_rows(con: sqlite3.Connection, table: str, columns: list[str],
+               before_tick: int | None = None) -> list[tuple[Any, ...]]:
     """The rows of ``table`` as tuples of ``columns``, in a stable order: by ``id`` where the table
-    has one (ids are deterministic), else by all the columns."""
+    has one (ids are deterministic), else by all the columns; with ``before_tick``, only the rows
+    dated before it (``PREFIX_TICK``; a table with no date is read whole)."""
     cols = ", ".join(f"[{c}]" for c in columns)
     order = "[id]" if "id" in columns else ", ".join(str(i + 1) for i in range(len(columns)))
-    return con.execute(f"select {cols} from [{table}] order by {order}").fetchall()
+    where, args = "", []
+    if before_tick is not None:
+        dated = PREFIX_TICK.get(table, "tick")
+        if dated in {r[1] for r in con.execute(f"pragma table_info([{table}])")}:
+            where, args = f" where [{dated}] < ?", [before_tick]
+    return con.execute(f"select {cols} from [{table}]{where} order by {order}", args).fetchall()
 
 
-def first_difference(ours: Path, theirs: Path, tables: list[str] | None = None) -> Difference | None:
+def first_difference(ours: Path, theirs: Path, tables: list[str] | None = None, *,
+                     before_tick: int | None = None) -> Difference | None:
     """The first place where run.db ``ours`` and ``theirs`` differ, or None when they are the same run.
 
-    ``tables``: only these (default: every table either file has, less ``SKIPPED_TABLES``)."""
+    ``tables``: only these (default: every table either file has, less ``SKIPPED_TABLES``).
+    ``before_tick``: compare only what happened before that tick (a fork and its parent:
+    ``table_rows``; ``AFTER_THE_END`` left out, and how many ticks each ran)."""
     a, b = sqlite3.connect(f"file:{ours}?mode=ro", uri=True), sqlite3.connect(f"file:{theirs}?mode=ro", uri=True)
     try:
-        names = tables or sorted((set(_tables(a)) | set(_tables(b))) - SKIPPED_TABLES)
+        skipped = SKIPPED_TABLES | (AFTER_THE_END if before_tick is not None else frozenset())
+        names = tables or sorted((set(_tables(a)) | set(_tables(b))) - skipped)
         for table in names:
             have_a, have_b = table in _tables(a), table in _tables(b)
             if not (have_a and have_b):
@@ -88,9 +109,11 @@ def first_difference(ours: Path, theirs: Path, tables: list[str] | None = None) 
                                   "present" if have_b else "missing")
             columns = comparable_columns(a, table)
             other = comparable_columns(b, table)
+            if before_tick is not None and table in LATER:
+                columns, other = ([c for c in cols if c not in LATER[table]] for cols in (columns, other))
             if columns != other:
                 return Difference(table, 0, None, f"columns {columns}", f"columns {other}")
-            rows_a, rows_b = table_rows(a, table, columns), table_rows(b, table, columns)
+            rows_a, rows_b = table_rows(a, table, columns, before_tick), table_rows(b, table, columns, before_tick)
             for i, (ra, rb) in enumerate(zip(rows_a, rows_b)):
                 if ra != rb:
                     j = next(k for k in range(len(columns)) if ra[k] != rb[k])

@@ -79,9 +79,10 @@ table = pd.DataFrame(rows)
 readable = table[table["problem"].isna()] if "problem" in table else table
 columns = [c for c in ("run", "scenario", "status", "seed", "backend", "model", "agents", "ticks", "game time",
                        "LLM calls", "tokens", "parse failures", "cache hits", "conversations", "utterances",
-                       "outcomes", "probe answers", "started", "problem") if c in table]
+                       "outcomes", "fork of", "probe answers", "started", "problem") if c in table]
 st.dataframe(table[columns], hide_index=True, width="stretch",
              column_config={"outcomes": st.column_config.TextColumn("outcomes", width="large"),
+                            "fork of": st.column_config.TextColumn("fork of", width="large"),
                             "problem": st.column_config.TextColumn("problem", width="large")})
 if len(readable):
     st.plotly_chart(charts.runs_compare(readable), key="runs_compare")
