@@ -139,13 +139,13 @@ def test_a_fork_on_the_bundled_model_replays_its_prefix_from_the_cache(tmp_path,
     from conftest import with_settings
 
     loaded = with_settings(flagship, llm={"cache": "use", "cache_path": str(tmp_path / "llm.sqlite")})
-    with Simulation.from_scenario(loaded, out=tmp_path / "p", ticks=3, seed=5) as parent:
+    with Simulation.from_scenario(loaded, out=tmp_path / "p", ticks=2, seed=5) as parent:
         parent.run()
     answers = []
-    fork = Simulation.fork(parent.run_dir, at=2, out=tmp_path / "f", on_llm=answers.append,
+    fork = Simulation.fork(parent.run_dir, at=1, out=tmp_path / "f", on_llm=answers.append,
                            interventions=[Intervention("whisper", NEWS, to="daniel_okafor")])
     replayed = list(answers)
     with fork:
         fork.run()
     assert replayed and all(c.cache_hit for c in replayed)
-    assert first_difference(parent.run_dir / "run.db", fork.run_dir / "run.db", before_tick=2) is None
+    assert first_difference(parent.run_dir / "run.db", fork.run_dir / "run.db", before_tick=1) is None

@@ -33,8 +33,8 @@ def _requests():
     asks = [LLMRequest(messages=[{"role": "system", "content": f"You are person {a}, a baker in a small town. "
                                                                 "Answer with JSON only."},
                                  {"role": "user", "content": f"It is {8 + h}:00. What do you do next?"}],
-                       json_schema=schema, max_tokens=40, temperature=0.7, seed=100 * a + h)
-            for a in range(3) for h in range(2)]
+                       json_schema=schema, max_tokens=32, temperature=0.7, seed=100 * a + h)
+            for a in range(2) for h in range(2)]
     free = [LLMRequest(messages=[{"role": "user", "content": f"Describe the harbour at dawn in one sentence ({i})."}],
                        max_tokens=24, temperature=0.9, seed=7 + i) for i in range(2)]
     return asks + free
