@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from simulation import Simulation
 from simulation.errors import InputError
-from simulation.run.fork import Intervention, parse_event, parse_whisper
+from simulation.run.fork import Intervention, parse_event, parse_setting, parse_whisper
 from simulation.rundb.diff import first_difference
 from simulation.testing import ScriptedBackend
 
@@ -58,7 +58,7 @@ def test_a_fork_is_its_parent_before_the_fork_tick_and_gets_its_whisper_there(pa
     parent_id = sqlite3.connect(ours).execute("select run_id from runs").fetchone()[0]
     assert lineage[:3] == (parent_id, str(parent.resolve()), AT)
     assert json.loads(lineage[3]) == [{"kind": "whisper", "text": NEWS, "to": "walter_hughes", "place": None,
-                                       "minutes": 60, "fact": None}]
+                                       "minutes": 60, "fact": None, "setting": None, "value": None}]
     assert lineage[4:] == (TICKS, "finished")
 
 
@@ -80,12 +80,50 @@ def test_a_fork_of_a_fork_keeps_both_prefixes(parent, tmp_path):
     assert (AT + 4, "whisper", NEWS) in kinds
 
 
+def test_a_setting_changed_at_the_fork_holds_from_then_on_and_across_a_resume(parent, tmp_path):
+    """Nobody stops for anyone from tick 12 (``cognition.reactions_per_hour=0``): no conversation
+    starts after the fork, though the parent had some; a fork stopped after the change and resumed
+    is the fork made in one go."""
+    quiet = [parse_setting("cognition.reactions_per_hour=0")]
+    whole = _fork(parent, tmp_path / "whole", interventions=quiet)
+    started = "select count(*) from conversations where started_tick >= ?"
+    assert sqlite3.connect(parent / "run.db").execute(started, [AT]).fetchone()[0] > 0
+    assert sqlite3.connect(whole.run_dir / "run.db").execute(started, [AT]).fetchone()[0] == 0
+    assert first_difference(parent / "run.db", whole.run_dir / "run.db", before_tick=AT) is None
+    part = Simulation.fork(parent, at=AT, out=tmp_path / "part", backend=ScriptedBackend(), interventions=quiet)
+    with part:
+        step_run(part, 3)  # then stopped: closed as interrupted, to be resumed
+    with Simulation.resume(part.run_dir, backend=ScriptedBackend()) as resumed:
+        resumed.run()
+    assert first_difference(whole.run_dir / "run.db", part.run_dir / "run.db") is None
+
+
+def test_a_scenario_can_schedule_a_setting_change_and_a_bad_one_is_located(tmp_path):
+    from simulation import scenario
+
+    (tmp_path / "personas").symlink_to(SMALL.parent.parent / "personas")
+    tmp_path = tmp_path / "scenarios"
+    tmp_path.mkdir()
+    text = SMALL.read_text(encoding="utf-8")
+    good = text.replace("events:\n", "events:\n  - at: \"2023-02-13 09:00\"\n    kind: setting\n"
+                        "    text: the town gets quieter\n    setting: cognition.reactions_per_hour\n    value: 1\n", 1)
+    (tmp_path / "good.yaml").write_text(good, encoding="utf-8")
+    loaded = scenario.load(tmp_path / "good.yaml")
+    assert [(e.kind, e.setting, e.value) for e in loaded.scenario.events][0] == ("setting",
+                                                                                 "cognition.reactions_per_hour", 1)
+    (tmp_path / "bad.yaml").write_text(good.replace("    value: 1\n", "    value: -3\n", 1), encoding="utf-8")
+    with pytest.raises(InputError, match=r"events\[0\]\.value.*-3 is not a valid reactions_per_hour"):
+        scenario.load(tmp_path / "bad.yaml")
+
+
 @pytest.mark.parametrize(("kwargs", "option", "says"), [
     ({"at": 99}, "--at", "outside what"),
     ({"interventions": [Intervention("whisper", NEWS, to="nobody")]}, "--whisper", "unknown person 'nobody'"),
     ({"interventions": [Intervention("place_event", NEWS, place="moon")]}, "--event", "unknown place 'moon'"),
     ({"interventions": [Intervention("whisper", NEWS, to="walter_hughes", fact="rumour")]}, "--fact",
      "unknown fact 'rumour'"),
+    ({"interventions": [parse_setting("llm.temperature=0")]}, "--set", "cannot change during a run"),
+    ({"interventions": [parse_setting("cognition.choices=often")]}, "--set", "'often' is not a valid choices"),
 ])
 def test_a_fork_of_something_that_is_not_there_is_a_located_error(parent, tmp_path, kwargs, option, says):
     kwargs = {"at": AT, **kwargs}
@@ -103,6 +141,11 @@ def test_intervention_options_are_parsed_or_named_errors():
             parse_whisper(bad)
     with pytest.raises(InputError, match="--event"):
         parse_event("cafe:soon=Free coffee")
+    assert parse_setting("cognition.calibrate=false").value is False
+    assert parse_setting("cognition.talk_prior=0.5").value == 0.5
+    assert parse_setting("cognition.choices=argmax").value == "argmax"
+    with pytest.raises(InputError, match="--set"):
+        parse_setting("cognition.talk_prior")
 
 
 def test_agora_fork_on_the_command_line(tmp_path, embedder):

@@ -537,5 +537,6 @@ def fork_of(run: dict[str, Any]) -> str:
         changes = json.loads(run.get("interventions") or "[]")
     except ValueError:
         changes = []
-    said = "; ".join(f"{c.get('kind')} {c.get('to') or c.get('place')}: {c.get('text')}" for c in changes)
+    said = "; ".join(f"{c.get('kind')} {c.get('to') or c.get('place') or ''}: {c.get('text')}".replace(" :", ":")
+                     for c in changes)
     return f"{parent} from tick {run.get('fork_tick')}" + (f" ({said})" if said else " (no intervention)")

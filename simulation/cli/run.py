@@ -98,6 +98,9 @@ def fork(
     event: Annotated[Optional[list[str]], typer.Option(
         help="PLACE=TEXT or PLACE:MINUTES=TEXT: something everyone at a place sees from the fork (repeatable)",
         show_default=False)] = None,
+    set_: Annotated[Optional[list[str]], typer.Option(
+        "--set", help="SETTING=VALUE: a cognition or memory setting changed from the fork on, e.g. "
+        "cognition.reactions_per_hour=1 (repeatable)", show_default=False)] = None,
     fact: Annotated[Optional[str], typer.Option(
         help="the scenario fact the whispers and events bring into the town (tracked as the scenario's own)",
         show_default=False)] = None,
@@ -112,9 +115,10 @@ def fork(
     """Branch a run at a tick: a new run whose earlier ticks are the parent's, bit for bit, and which
     then goes its own way after the interventions (docs/experiments.md)."""
     from simulation import Simulation
-    from simulation.run.fork import parse_event, parse_whisper
+    from simulation.run.fork import parse_event, parse_setting, parse_whisper
 
-    interventions = [parse_whisper(w, fact) for w in whisper or []] + [parse_event(e, fact) for e in event or []]
+    interventions = ([parse_whisper(w, fact) for w in whisper or []] + [parse_event(e, fact) for e in event or []]
+                     + [parse_setting(s) for s in set_ or []])
     choice = common.backend_choice(backend, model, base_url, cache, cache_path)
     show = common.show_progress(quiet)
     progress = _RunProgress(enabled=show)

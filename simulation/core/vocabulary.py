@@ -39,6 +39,8 @@ class EventKind(StrEnum):
     WHISPER = "whisper"
     """A scheduled whisper, or one typed into the viewer."""
     PLACE_EVENT = "place_event"
+    SETTING = "setting"
+    """A scheduled change of a cognition or memory setting (``data``: setting, value)."""
     REACTION = "reaction"
     """Dropping the plan for something noticed."""
     CONVERSATION_START = "conversation_start"

@@ -30,30 +30,29 @@ from simulation.rundb.connect import connect_ro, db_path
 from simulation.run.settings import RunSettings
 from simulation.run.recorded import deliver_whispers, recorded_run, recorded_whispers
 from simulation.scenario import LoadedScenario
-from simulation.scenario.timeline import ScheduledEvent
+from simulation.scenario.timeline import CHANGEABLE, ScheduledEvent
 
 if TYPE_CHECKING:
     from simulation.run.simulation import Simulation
 
-__all__ = ["Intervention", "Parent", "fork_settings", "forked_scenario", "parse_event", "parse_whisper", "read_parent",
-           "replay"]
+__all__ = ["Intervention", "Parent", "fork_settings", "forked_scenario", "parse_event", "parse_setting",
+           "parse_whisper", "read_parent", "replay"]
 
 
 @dataclass(frozen=True)
 class Intervention:
     """What a fork changes at its first tick: a whisper to a person or an event at a place."""
 
-    kind: Literal["whisper", "place_event"]
+    kind: Literal["whisper", "place_event", "setting"]
     text: str
     to: str | None = None
     place: str | None = None
     minutes: int = 60
     fact: str | None = None
     """The scenario fact it brings into the town, if any (tracked like the scenario's own)."""
-
-    def describe(self) -> str:
-        where = f"to {self.to}" if self.kind == "whisper" else f"at {self.place} for {self.minutes} min"
-        return f"{self.kind} {where}: {self.text}" + (f" (fact {self.fact})" if self.fact else "")
+    setting: str | None = None
+    """A setting event's setting (``scenario.timeline.CHANGEABLE``) and its new value."""
+    value: bool | int | float | str | None = None
 
 
 def parse_whisper(spec: str, fact: str | None = None) -> Intervention:
@@ -63,6 +62,26 @@ def parse_whisper(spec: str, fact: str | None = None) -> Intervention:
         raise InputError(Problem("--whisper", f"{spec!r}: expected PERSON=TEXT, e.g. walter_hughes=Isabella is "
                                  "throwing a party"))
     return Intervention("whisper", text.strip(), to=person.strip(), fact=fact)
+
+
+def parse_setting(spec: str) -> Intervention:
+    """``SETTING=VALUE`` (``--set``), e.g. ``cognition.reactions_per_hour=1``: true/false, a number or text."""
+    name, sep, raw = spec.partition("=")
+    name, raw = name.strip(), raw.strip()
+    if not sep or not name or not raw:
+        raise InputError(Problem("--set", f"{spec!r}: expected SETTING=VALUE, e.g. cognition.reactions_per_hour=1"))
+    value: bool | int | float | str
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        try:
+            value = int(raw)
+        except ValueError:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = raw
+    return Intervention("setting", f"{name} = {raw}", setting=name, value=value)
 
 
 def parse_event(spec: str, fact: str | None = None) -> Intervention:
@@ -120,7 +139,15 @@ def forked_scenario(parent: Parent, at: int, interventions: Sequence[Interventio
     when = sc.clock.start + timedelta(minutes=at * sc.clock.tick_minutes)
     events = list(sc.events)
     for iv in interventions:
-        option = "--whisper" if iv.kind == "whisper" else "--event"
+        option = {"whisper": "--whisper", "place_event": "--event", "setting": "--set"}[iv.kind]
+        if iv.kind == "setting":
+            if iv.setting not in CHANGEABLE:
+                raise InputError(Problem(option, f"{iv.setting!r} cannot change during a run; these can: "
+                                         f"{', '.join(CHANGEABLE)}"))
+            try:
+                sc.with_setting(iv.setting, iv.value)
+            except ValueError as exc:
+                raise InputError(Problem(option, str(exc))) from None
         if iv.to is not None and iv.to not in people:
             raise InputError(Problem(option, f"unknown person {iv.to!r}; the run's people: {', '.join(sorted(people))}"))
         if iv.place is not None and iv.place not in places:
@@ -129,7 +156,7 @@ def forked_scenario(parent: Parent, at: int, interventions: Sequence[Interventio
             raise InputError(Problem("--fact", f"unknown fact {iv.fact!r}; the scenario's facts: "
                                      f"{', '.join(sorted(facts)) or '(none)'}"))
         events.append(ScheduledEvent(at=when, kind=iv.kind, text=iv.text, to=iv.to, place=iv.place,
-                                     duration_minutes=iv.minutes, fact=iv.fact))
+                                     duration_minutes=iv.minutes, fact=iv.fact, setting=iv.setting, value=iv.value))
     return parent.loaded.model_copy(update={"scenario": sc.model_copy(update={"events": events})})
 
 

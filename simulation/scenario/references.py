@@ -67,6 +67,11 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
             problems.append(doc.problem(("events", i, "to"), f"unknown persona {ev.to!r}"))
         if ev.place is not None and ev.place not in place_ids:
             problems.append(doc.problem(("events", i, "place"), f"unknown place {ev.place!r}"))
+        if ev.kind == "setting" and ev.setting is not None:
+            try:
+                sc.with_setting(ev.setting, ev.value)
+            except ValueError as exc:
+                problems.append(doc.problem(("events", i, "value"), str(exc)))
         if not sc.clock.start <= ev.at < end or sc.clock.tick_at(ev.at) >= sc.clock.total_ticks:
             problems.append(
                 doc.problem(("events", i, "at"), f"{ev.at:%Y-%m-%d %H:%M} is outside the run "

@@ -16,7 +16,7 @@ from simulation.llm import registry
 from simulation.llm.registry import AnyLLMSettings
 from simulation.scenario.measures import Fact, Probe, Topic
 from simulation.scenario.people import PersonaEntry, PopulationEntry
-from simulation.scenario.settings import CognitionSettings, MemorySettings
+from simulation.scenario.settings import CognitionSettings, MemorySettings, changed_section
 from simulation.scenario.timeline import Clock, ScheduledEvent
 from simulation.scenario.town import Town
 
@@ -49,6 +49,13 @@ class Scenario(StrictModel):
                                 description="the LLM: 'backend' picks which, and which other settings apply")
     cognition: CognitionSettings = Field(default_factory=CognitionSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+
+    def with_setting(self, setting: str, value: object) -> Scenario:
+        """This scenario with ``setting`` ("cognition.reactions_per_hour", one of
+        ``timeline.CHANGEABLE``) set to ``value``, validated (ValueError saying why not): what a
+        ``setting`` event changes from its tick on."""
+        section, _, name = setting.partition(".")
+        return self.model_copy(update={section: changed_section(getattr(self, section), name, value)})
 
 
 def explain(loc: FieldPath, error: dict[str, Any]) -> str | None:

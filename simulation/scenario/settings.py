@@ -11,7 +11,7 @@ from pydantic import Field, model_validator
 
 from simulation.formats.fields import StrictModel
 
-__all__ = ["CognitionSettings", "MemorySettings", "RetrievalWeights"]
+__all__ = ["CognitionSettings", "MemorySettings", "RetrievalWeights", "changed_section"]
 
 
 class RetrievalWeights(StrictModel):
@@ -77,3 +77,15 @@ class CognitionSettings(StrictModel):
         if isinstance(data, dict) and "memory_window" in data:
             return {k: v for k, v in data.items() if k != "memory_window"}
         return data
+
+
+def changed_section(section: StrictModel, name: str, value: Any) -> StrictModel:
+    """``section`` (a scenario's ``cognition`` or ``memory``) with ``name`` set to ``value``, validated
+    as the file's own would be (ValueError saying why not): what a ``setting`` event changes to."""
+    from pydantic import ValidationError
+
+    try:
+        return type(section).model_validate({**section.model_dump(), name: value})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"{value!r} is not a valid {name}: {first['msg']}") from None

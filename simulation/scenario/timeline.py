@@ -5,11 +5,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import Field, NaiveDatetime, model_validator
+from pydantic import Field, NaiveDatetime, StrictBool, StrictFloat, StrictInt, model_validator
 
 from simulation.formats.fields import Identifier, LongText, StrictModel
 
-__all__ = ["Clock", "ScheduledEvent"]
+__all__ = ["CHANGEABLE", "Clock", "ScheduledEvent"]
+
+CHANGEABLE = ("cognition.attention_bandwidth", "cognition.max_conversation_turns", "cognition.min_conversation_turns",
+              "cognition.conversation_cooldown_minutes", "cognition.reactions_per_hour", "cognition.choices",
+              "cognition.calibrate", "cognition.talk_prior", "memory.reflection_threshold")
+"""The settings a ``setting`` event may change during a run (the numbers cognition reads each
+tick); the others shape the town, its memory or its model and hold for the whole run."""
 
 
 class Clock(StrictModel):
@@ -44,15 +50,18 @@ class Clock(StrictModel):
 
 class ScheduledEvent(StrictModel):
     at: NaiveDatetime = Field(description="game time, 'YYYY-MM-DD HH:MM' (no time zone)")
-    kind: Literal["whisper", "place_event"] = Field(
+    kind: Literal["whisper", "place_event", "setting"] = Field(
         description="whisper: a thought put into one person's mind (their 'inner voice'); "
-        "place_event: something everyone at a place can see while it lasts"
+        "place_event: something everyone at a place can see while it lasts; "
+        "setting: a cognition or memory setting changes from then on (e.g. cognition.reactions_per_hour)"
     )
     text: LongText = Field(min_length=1)
     to: Identifier | None = Field(None, description="persona id (whisper)")
     place: Identifier | None = Field(None, description="place id (place_event)")
     duration_minutes: int = Field(60, ge=1, le=24 * 60, description="how long a place event lasts")
     fact: Identifier | None = Field(None, description="the fact (facts[].id) this whisper or place event brings into the town")
+    setting: Literal[CHANGEABLE] | None = Field(None, description="the setting a 'setting' event changes")  # type: ignore[valid-type]
+    value: StrictBool | StrictInt | StrictFloat | str | None = Field(None, description="its new value (a 'setting' event)")
 
     @model_validator(mode="after")
     def _target(self) -> ScheduledEvent:
@@ -60,4 +69,8 @@ class ScheduledEvent(StrictModel):
             raise ValueError("a whisper needs 'to' (a persona id)")
         if self.kind == "place_event" and not self.place:
             raise ValueError("a place_event needs 'place' (a place id)")
+        if self.kind == "setting" and (self.setting is None or self.value is None):
+            raise ValueError(f"a setting event needs 'setting' (one of {', '.join(CHANGEABLE)}) and 'value'")
+        if self.kind != "setting" and (self.setting is not None or self.value is not None):
+            raise ValueError("'setting' and 'value' belong to a setting event")
         return self

@@ -45,6 +45,7 @@ from simulation.world.relationships import SocialGraph
 from simulation.world.town_map import TownMap
 
 if TYPE_CHECKING:
+    from simulation.scenario.timeline import ScheduledEvent
     from simulation.run.settings import RunSettings
 
 
@@ -102,6 +103,8 @@ class TownModel(mesa.Model):
         self.scheduled = sorted(
             ((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(sc.events)), key=lambda t: (t[0], t[1])
         )
+        self._as_now = sc
+        """The scenario with the setting events delivered so far applied (``_change_setting``)."""
         self.mind = TownMind(
             settings=settings.cognition(), moment=self.moment, llm=self.llm, memory=self.memory, town=self.town,
             hub=self.hub, social=self.social, agents=self.people, order=[a.state for a in self.order],
@@ -237,6 +240,9 @@ class TownModel(mesa.Model):
         self.conversations.restore(state.conversations)
         self.place_events = list(state.place_events)
         pending = set(state.scheduled)
+        for _, index, ev in self.scheduled:  # settings changed before the checkpoint hold after it
+            if index not in pending and ev.kind == "setting":
+                self._change_setting(ev, log=False)
         self.scheduled = [item for item in self.scheduled if item[1] in pending]
         self.social.restore(state.edges)
         version, internal, gauss = state.random_state
@@ -287,12 +293,23 @@ class TownModel(mesa.Model):
             self.buffer.upsert("inbox", {"id": inbox_id, "delivered_tick": self.tick,
                                          "delivered_at": sim_iso(self.now)})
 
+    def _change_setting(self, ev: ScheduledEvent, *, log: bool = True) -> None:
+        """A setting event: cognition reads the new value from this tick on (resume applies the
+        ones already delivered again, ``restore``)."""
+        self._as_now = self._as_now.with_setting(ev.setting, ev.value)  # type: ignore[arg-type]
+        loaded = self.settings.loaded.model_copy(update={"scenario": self._as_now})
+        self.mind.settings = dataclasses.replace(self.settings, loaded=loaded).cognition()
+        if log:
+            self.log_event(None, EventKind.SETTING, ev.text, {"setting": ev.setting, "value": ev.value})
+
     def _deliver_scheduled(self) -> None:
         self._deliver_inbox()
         self.place_events = [e for e in self.place_events if e.until > self.now]
         while self.scheduled and self.scheduled[0][0] <= self.tick:
             _, _, ev = self.scheduled.pop(0)
-            if ev.kind == "whisper":
+            if ev.kind == "setting":
+                self._change_setting(ev)
+            elif ev.kind == "whisper":
                 agent = self.people[ev.to]  # type: ignore[index]
                 event_id = self.log_event(agent.state, EventKind.WHISPER, ev.text, {"fact": ev.fact} if ev.fact else None)
                 node = self.memory.add(agent.agent_id, MemoryKind.THOUGHT, ev.text,
