@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from simulation.cli import bench, evaluate, evolve, personas, rewards, run, train, ui, validate, verify
+from simulation.cli import bench, evaluate, evolve, experiment, personas, rewards, run, train, ui, validate, verify
 
 __all__ = ["app", "main"]
 
@@ -25,6 +25,7 @@ app.command("schema")(validate.schema)
 app.command("run")(run.run)
 app.command("resume")(run.resume)
 app.command("fork")(run.fork)
+app.command("experiment")(experiment.experiment)
 app.command("verify")(verify.verify)
 app.command("ui")(ui.ui)
 app.command("eval")(evaluate.eval_)

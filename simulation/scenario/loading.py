@@ -30,9 +30,11 @@ def load_persona(path: Path | str) -> Persona:
     return validate_document(load_yaml(path, "persona file"), Persona, "persona")
 
 
-def load(path: Path | str) -> LoadedScenario:
-    """Load, validate and resolve a scenario file. Raises InputError naming file, line and field."""
-    doc = load_yaml(path, "scenario file")
+def load(path: Path | str, text: str | None = None) -> LoadedScenario:
+    """Load, validate and resolve a scenario file. Raises InputError naming file, line and field.
+    ``text``: the file's text as changed in memory (an experiment's condition), read as if it
+    were ``path`` (its relative paths are taken from there)."""
+    doc = load_yaml(path, "scenario file") if text is None else parse_yaml(text, Path(path), "scenario file")
     sc = validate_document(doc, Scenario, "scenario", explain=explain)
     people: list[ResolvedPersona] = []
     problems: list[Problem] = []

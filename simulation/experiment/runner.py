@@ -1,0 +1,74 @@
+"""Run an experiment: every condition over the same seeds, each through the behaviour benchmark
+(``simulation.benchmark.behaviour.run_benchmark``), then each condition's effects against the
+control. Every condition's scenario is built and validated before the first run, so a bad one
+costs nothing; a condition's runs live in ``out/<condition>/runs``, where the benchmark's rules
+make the experiment resumable (a finished run is re-read, an interrupted one resumed) and refuse
+runs made by another engine or another scenario text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simulation.benchmark.behaviour import BenchmarkResult, metric_order, run_benchmark
+from simulation.experiment.effects import Effect, effect
+from simulation.experiment.overrides import condition_scenario
+from simulation.experiment.spec import ExperimentSpec
+from simulation.llm.backend import Backend
+from simulation.llm.factory import BackendChoice
+from simulation.scenario import LoadedScenario
+
+__all__ = ["ExperimentResult", "run_experiment"]
+
+
+@dataclass
+class ExperimentResult:
+    spec: ExperimentSpec
+    scenario: Path
+    results: dict[str, BenchmarkResult] = field(default_factory=dict)
+    """Condition -> its runs and their metrics, seed by seed."""
+    command: str = ""
+
+    @property
+    def control(self) -> str:
+        return self.spec.control_name
+
+    def metric_names(self) -> list[str]:
+        names: dict[str, None] = {}
+        for result in self.results.values():
+            names.update(dict.fromkeys(result.metric_names()))
+        return sorted(names, key=metric_order)
+
+    def values(self, condition: str, metric: str) -> list[float | None]:
+        """``metric`` of ``condition``, in the spec's seed order (None where a seed has no value)."""
+        by_seed = {r.seed: r.metrics.get(metric) for r in self.results[condition].runs}
+        return [by_seed.get(seed) for seed in self.spec.seeds]
+
+    def effects(self, condition: str) -> list[Effect]:
+        """Every metric's effect of ``condition`` against the control, seed by seed."""
+        return [effect(m, self.values(self.control, m), self.values(condition, m)) for m in self.metric_names()]
+
+
+def scenarios(spec: ExperimentSpec, scenario: Path, spec_path: Path) -> dict[str, LoadedScenario]:
+    """Each condition's scenario, validated (InputError naming the experiment file and condition)."""
+    return {c.name: condition_scenario(scenario, c.name, c.overrides, f"{spec_path}: conditions[{i}] ({c.name})")
+            for i, c in enumerate(spec.conditions)}
+
+
+def run_experiment(spec: ExperimentSpec, scenario: Path, spec_path: Path, out: Path, *,
+                   llm: BackendChoice | None = None, backend: Backend | str | None = None, command: str = "",
+                   on_run: Callable[[str, int, int], None] | None = None,
+                   on_tick: Callable[[int, int], None] | None = None) -> ExperimentResult:
+    """Run every condition of ``spec`` over its seeds into ``out/<condition>``. ``on_run(condition,
+    i, seed)`` before each run (i counts all the experiment's runs); ``on_tick(done, total)``
+    after each tick of it."""
+    loaded = scenarios(spec, scenario, spec_path)
+    result = ExperimentResult(spec, scenario, command=command)
+    for k, condition in enumerate(spec.conditions):
+        seen = (lambda i, seed, name=condition.name, base=k * len(spec.seeds): on_run(name, base + i, seed)) \
+            if on_run is not None else None
+        result.results[condition.name] = run_benchmark(
+            loaded[condition.name], spec.seeds, out / condition.name, ticks=spec.ticks, llm=llm, backend=backend,
+            command=command, on_seed=seen, on_tick=on_tick)
+    return result

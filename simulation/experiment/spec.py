@@ -1,0 +1,73 @@
+"""An experiment's YAML file: which scenario, which seeds, and the conditions to compare.
+
+    name: who-hears-first
+    scenario: ../scenarios/valentines-small.yaml     # relative to this file
+    seeds: [1, 2, 3, 4, 5]                           # every condition runs every seed (paired)
+    ticks: 36                                        # optional: the scenario's whole duration
+    control: isabella                                # optional: the first condition
+    conditions:
+      - name: isabella                               # the scenario as it is
+      - name: walter
+        overrides: {events.0.to: walter_hughes}      # dotted paths into the scenario's YAML
+
+An override sets one field of the scenario's YAML, by a dotted path whose numbers index lists
+(``events.0.to``, ``cognition.talk_prior``, ``llm.temperature``); the changed scenario is then
+validated like a file (``simulation.experiment.overrides``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from simulation.formats.fields import Identifier, ShortText, StrictModel
+from simulation.formats.validation import validate_document
+from simulation.formats.yamlfile import load_yaml
+
+__all__ = ["Condition", "ExperimentSpec", "load_spec"]
+
+
+class Condition(StrictModel):
+    name: Identifier
+    description: str = ""
+    overrides: dict[str, Any] = Field(default_factory=dict, description="dotted path into the scenario's YAML -> value")
+
+
+class ExperimentSpec(StrictModel):
+    name: ShortText
+    scenario: str = Field(description="the scenario file, relative to the experiment file")
+    seeds: list[int] = Field(min_length=2, max_length=1000, description="every condition runs every seed")
+    ticks: int | None = Field(None, ge=1, description="ticks per run (default: the scenario's whole duration)")
+    control: Identifier | None = Field(None, description="the condition the others are compared with (default: the first)")
+    conditions: list[Condition] = Field(min_length=2, max_length=50)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ExperimentSpec:
+        names = [c.name for c in self.conditions]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"condition names must differ: {', '.join(twice)} given twice")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError("seeds must differ: a seed given twice is the same run twice, not a replicate")
+        if self.control is not None and self.control not in names:
+            raise ValueError(f"control {self.control!r} is not one of the conditions ({', '.join(names)})")
+        return self
+
+    @property
+    def control_name(self) -> str:
+        return self.control or self.conditions[0].name
+
+
+def load_spec(path: Path | str) -> tuple[ExperimentSpec, Path]:
+    """The experiment file and the scenario file it names (resolved); InputError naming file,
+    line and field."""
+    from simulation.errors import InputError
+
+    doc = load_yaml(path, "experiment file")
+    spec = validate_document(doc, ExperimentSpec, "experiment")
+    scenario = (Path(doc.path).parent / spec.scenario).resolve()
+    if not scenario.is_file():
+        raise InputError(doc.problem(("scenario",), f"scenario file not found: {scenario}"))
+    return spec, scenario

@@ -1,0 +1,120 @@
+"""Experiments: conditions over the same seeds, compared seed by seed with the control.
+
+The statistics are checked against a hand computation; the spec's and the overrides' bad input
+against located messages; and a whole experiment runs through the command line on the no-LLM
+control backend (report, JSON, plot), and runs again without redoing a finished run."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import SMALL
+from typer.testing import CliRunner
+
+from simulation.errors import InputError
+from simulation.experiment import effect, load_spec
+from simulation.experiment.overrides import condition_scenario, set_path
+
+
+def test_effects_match_a_hand_computation():
+    # differences 1, 2, 2: mean 5/3, sd sqrt(1/3), t(0.975, 2) = 4.303
+    e = effect("talk.conversations", [1, 2, 3], [2, 4, 5])
+    assert e.difference.mean == pytest.approx(5 / 3)
+    half = 4.303 * math.sqrt(1 / 3) / math.sqrt(3)
+    assert (e.difference.low, e.difference.high) == (pytest.approx(5 / 3 - half, abs=1e-3),
+                                                     pytest.approx(5 / 3 + half, abs=1e-3))
+    assert e.d == pytest.approx((5 / 3) / math.sqrt(1 / 3))
+    assert e.verdict == "higher" and not e.share
+    assert e.control.mean == 2 and e.condition.mean == pytest.approx(11 / 3)
+    share = effect("facts.party.aware_share", [0.25, 0.5, 0.5], [0.25, 0.25, 0.375])
+    assert share.share and share.difference.mean == pytest.approx(-0.125) and share.verdict == "overlap"
+    missing = effect("talk.turns_mean", [4.0, None, 5.0], [5.0, 6.0, None])
+    assert missing.difference.n == 1 and missing.d is None and missing.verdict == "overlap"  # one pair: never "moved"
+    assert effect("x", [1, 2], [1, 2]).verdict == "same"
+
+
+def _spec(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"name: t\nscenario: {SMALL}\n" + body, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("seeds: [1, 1]\nconditions: [{name: a}, {name: b}]\n", "seeds must differ"),
+    ("seeds: [1, 2]\nconditions: [{name: a}, {name: a}]\n", "a given twice"),
+    ("seeds: [1, 2]\ncontrol: c\nconditions: [{name: a}, {name: b}]\n", "control 'c' is not one of the conditions"),
+    ("seeds: [1]\nconditions: [{name: a}, {name: b}]\n", "seeds"),
+    ("seeds: [1, 2]\nconditions: [{name: a}]\n", "conditions"),
+])
+def test_a_bad_experiment_file_is_a_located_error(tmp_path, body, says):
+    with pytest.raises(InputError, match=says) as err:
+        load_spec(_spec(tmp_path, body))
+    assert str(tmp_path / "spec.yaml") in str(err.value)
+
+
+def test_a_missing_scenario_is_named(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text("name: t\nscenario: nowhere.yaml\nseeds: [1, 2]\nconditions: [{name: a}, {name: b}]\n")
+    with pytest.raises(InputError, match=r"spec.yaml:2:\d+: scenario: scenario file not found"):
+        load_spec(path)
+
+
+def test_overrides_set_fields_by_dotted_path_and_bad_ones_name_the_condition():
+    data = {"events": [{"to": "ann"}], "cognition": {"talk_prior": 1}}
+    set_path(data, "events.0.to", "bob")
+    set_path(data, "cognition.talk_prior", 0)
+    set_path(data, "memory.top_k", 4)
+    assert data == {"events": [{"to": "bob"}], "cognition": {"talk_prior": 0}, "memory": {"top_k": 4}}
+    with pytest.raises(ValueError, match="events is a list of 1: '3' is not an index"):
+        set_path(data, "events.3.to", "x")
+    loaded = condition_scenario(SMALL, "walter", {"events.0.to": "walter_hughes"}, "spec.yaml: conditions[1]")
+    assert loaded.scenario.events[0].to == "walter_hughes"
+    assert "condition walter" in loaded.source_text.splitlines()[0]
+    with pytest.raises(InputError, match=r"spec.yaml: conditions\[1\]: the scenario with its overrides is not valid:"
+                                         r".*unknown persona 'nobody'"):
+        condition_scenario(SMALL, "x", {"events.0.to": "nobody"}, "spec.yaml: conditions[1]")
+    with pytest.raises(InputError, match=r"overrides.events.9.to"):
+        condition_scenario(SMALL, "x", {"events.9.to": "walter_hughes"}, "spec.yaml: conditions[1]")
+
+
+def test_agora_experiment_reports_each_condition_against_the_control_and_reuses_its_runs(tmp_path, embedder):
+    from simulation.cli import app
+
+    spec = _spec(tmp_path, "seeds: [1, 2]\nticks: 6\ncontrol: as_is\nconditions:\n  - name: as_is\n"
+                           "  - name: quiet\n    overrides: {cognition.reactions_per_hour: 0}\n")
+    out = tmp_path / "out"
+    runner = CliRunner()
+    done = runner.invoke(app, ["experiment", str(spec), "--out", str(out), "--backend", "control"])
+    assert done.exit_code == 0, done.output
+    assert done.output.strip().splitlines()[-1] == str(out / "report.md")
+    data = json.loads((out / "experiment.json").read_text())
+    assert [c["name"] for c in data["conditions"]] == ["as_is", "quiet"]
+    assert all([r["seed"] for r in c["runs"]] == [1, 2] for c in data["conditions"])
+    conversations = next(e for e in data["effects"]["quiet"] if e["metric"] == "talk.conversations")
+    as_is = [r["metrics"]["talk.conversations"] for r in data["conditions"][0]["runs"]]
+    quiet = [r["metrics"]["talk.conversations"] for r in data["conditions"][1]["runs"]]
+    assert conversations["difference"]["mean"] == pytest.approx(sum(q - a for a, q in zip(as_is, quiet)) / 2)
+    assert quiet == [0, 0] and sum(as_is) > 0
+    report = (out / "report.md").read_text()
+    assert "## quiet against as_is" in report and "| quiet | `cognition.reactions_per_hour` = `0` | 2 | 1 |" in report
+    assert (out / "effects.png").stat().st_size > 0
+    runs = sorted(p.name for p in (out / "quiet" / "runs").iterdir())
+    again = runner.invoke(app, ["experiment", str(spec), "--out", str(out), "--backend", "control", "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert sorted(p.name for p in (out / "quiet" / "runs").iterdir()) == runs, "finished runs are not made again"
+    bad = runner.invoke(app, ["experiment", str(_spec(tmp_path, "seeds: [1, 2]\nconditions: [{name: a}]\n"))])
+    assert bad.exit_code == 2 and "conditions" in bad.output and "Traceback" not in bad.output
+
+
+def test_the_committed_example_experiment_is_valid():
+    from simulation.experiment.runner import scenarios
+
+    path = SMALL.parent.parent / "experiments" / "who-hears-first.yaml"
+    spec, scenario = load_spec(path)
+    loaded = scenarios(spec, scenario, path)
+    assert {name: s.scenario.events[0].to for name, s in loaded.items()} == {
+        "isabella": "isabella_rodriguez", "walter": "walter_hughes", "samira": "samira_haddad"}
+    assert loaded["walter"].scenario.events[0].text.startswith("Isabella Rodriguez is throwing")
