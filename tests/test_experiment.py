@@ -118,3 +118,43 @@ def test_the_committed_example_experiment_is_valid():
     assert {name: s.scenario.events[0].to for name, s in loaded.items()} == {
         "isabella": "isabella_rodriguez", "walter": "walter_hughes", "samira": "samira_haddad"}
     assert loaded["walter"].scenario.events[0].text.startswith("Isabella Rodriguez is throwing")
+
+
+def test_a_condition_can_fork_another_conditions_runs_at_a_tick(tmp_path, embedder):
+    """Each seed's run of the base condition is forked at tick 3: the pair shares its first three
+    ticks row for row and differs only by what the intervention does from there."""
+    from simulation.cli import app
+    from simulation.rundb.diff import first_difference
+
+    spec = _spec(tmp_path, "seeds: [1, 2]\nticks: 6\nconditions:\n  - name: as_is\n  - name: hushed\n"
+                           "    fork: {of: as_is, at: 3, set: [cognition.reactions_per_hour=0],\n"
+                           "           whisper: [walter_hughes=The mill is for sale.]}\n")
+    out = tmp_path / "out"
+    runner = CliRunner()
+    done = runner.invoke(app, ["experiment", str(spec), "--out", str(out), "--backend", "control", "--quiet"])
+    assert done.exit_code == 0, done.output
+    data = json.loads((out / "experiment.json").read_text())
+    parents = {r["seed"]: Path(r["run_dir"]) for r in data["conditions"][0]["runs"]}
+    forks = {r["seed"]: Path(r["run_dir"]) for r in data["conditions"][1]["runs"]}
+    assert sorted(forks) == [1, 2]
+    for seed, fork in forks.items():
+        assert first_difference(parents[seed] / "run.db", fork / "run.db", before_tick=3) is None
+        assert first_difference(parents[seed] / "run.db", fork / "run.db") is not None
+    assert "as_is's runs forked at tick 3: walter_hughes=The mill is for sale.; cognition.reactions_per_hour=0" \
+        in (out / "report.md").read_text()
+    made = sorted(p.name for p in (out / "hushed" / "runs").iterdir())
+    again = runner.invoke(app, ["experiment", str(spec), "--out", str(out), "--backend", "control", "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert sorted(p.name for p in (out / "hushed" / "runs").iterdir()) == made
+    edited = _spec(tmp_path, "seeds: [1, 2]\nticks: 6\nconditions:\n  - name: as_is\n  - name: hushed\n"
+                             "    fork: {of: as_is, at: 4}\n")
+    refused = runner.invoke(app, ["experiment", str(edited), "--out", str(out), "--backend", "control", "--quiet"])
+    assert refused.exit_code == 2 and "is a fork at tick 3" in " ".join(refused.output.split())
+
+
+def test_a_fork_condition_must_fork_a_plain_one(tmp_path):
+    with pytest.raises(InputError, match="forks 'b', which is not a condition that is not a fork"):
+        load_spec(_spec(tmp_path, "seeds: [1, 2]\nconditions:\n  - name: a\n  - name: b\n    fork: {of: b, at: 2}\n"))
+    with pytest.raises(InputError, match="both overrides and fork"):
+        load_spec(_spec(tmp_path, "seeds: [1, 2]\nconditions:\n  - name: a\n  - name: b\n"
+                                  "    overrides: {seed: 3}\n    fork: {of: a, at: 2}\n"))

@@ -29,9 +29,11 @@ from simulation.rundb.intervals import Estimate, estimate, format_value
 if TYPE_CHECKING:
     from simulation.llm.backend import Backend
     from simulation.llm.factory import BackendChoice
+    from simulation.run.fork import Intervention
     from simulation.scenario import LoadedScenario
 
-__all__ = ["BenchmarkResult", "Estimate", "SeedRun", "estimate", "format_value", "metric_order", "rescore_benchmark",
+__all__ = ["BenchmarkResult", "Estimate", "SeedRun", "estimate", "fork_benchmark", "format_value", "metric_order",
+           "rescore_benchmark",
            "run_benchmark", "trajectory"]
 
 
@@ -174,6 +176,60 @@ def run_benchmark(loaded: LoadedScenario, seeds: Sequence[int], out: Path, *, ti
                 sim.run(on_tick=tick_cb)
                 run_dir = sim.run_dir
         _read_back(result, seed, run_dir)
+    return result
+
+
+def fork_benchmark(base: BenchmarkResult, out: Path, *, at: int, interventions: Sequence[Intervention],
+                   llm: BackendChoice | None = None, backend: Backend | None = None, command: str = "",
+                   on_seed: Callable[[int, int], None] | None = None,
+                   on_tick: Callable[[int, int], None] | None = None) -> BenchmarkResult:
+    """Fork each of ``base``'s runs at tick ``at`` with ``interventions`` (``simulation.run.fork``)
+    into ``out/runs`` and run the forks to their parents' end: the same seeds, the same prefix,
+    then the intervention. Run again, it re-reads the finished forks there and resumes the
+    interrupted ones; a fork made with other interventions, at another tick or by another
+    engine is refused."""
+    import json
+    from dataclasses import asdict
+
+    from simulation import Simulation
+    from simulation.rundb import connect_ro
+    from simulation.version import engine_fingerprint
+
+    runs_dir = Path(out) / "runs"
+    engine = engine_fingerprint()
+    wanted = json.dumps([asdict(iv) for iv in interventions])
+    found: dict[str, tuple[Path, str]] = {}  # parent run id -> (fork's folder, status)
+    for db in sorted(runs_dir.glob("*/run.db")) if runs_dir.is_dir() else []:
+        con = connect_ro(db)
+        try:
+            parent, tick, done, status, made = con.execute(
+                "select parent_run_id, fork_tick, interventions, status, engine from runs").fetchone()
+        finally:
+            con.close()
+        if parent is None:
+            continue
+        if (tick, done, made) != (at, wanted, engine):
+            raise InputError(Problem(str(db.parent), f"is a fork at tick {tick} with other interventions or by "
+                                     f"another engine than this one (at {at}, engine {engine}): give a new --out"))
+        found[parent] = (db.parent, status)
+    result = BenchmarkResult(base.scenario, list(base.seeds), base.ticks, "", "", command, engine,
+                             base.scenario_sha256)
+    tick_cb = (lambda s: on_tick(s.ticks - s.ticks_left + at, s.ticks + at)) if on_tick else None
+    for i, parent in enumerate(base.runs):
+        if on_seed is not None:
+            on_seed(i, parent.seed)
+        earlier = found.get(parent.run_id)
+        if earlier is not None and earlier[1] == "finished":
+            run_dir = earlier[0]
+            _rescore(run_dir)
+        else:
+            sim = (Simulation.resume(earlier[0], llm=llm, backend=backend) if earlier is not None else
+                   Simulation.fork(parent.run_dir, at=at, out=runs_dir, interventions=interventions, llm=llm,
+                                   backend=backend))
+            with sim:
+                sim.run(on_tick=tick_cb)
+                run_dir = sim.run_dir
+        _read_back(result, parent.seed, run_dir)
     return result
 
 

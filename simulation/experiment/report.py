@@ -47,6 +47,9 @@ def markdown(result: ExperimentResult) -> str:
               "| condition | overrides | runs | distinct runs |", "|---|---|---:|---:|"]
     for c in spec.conditions:
         overrides = ", ".join(f"`{k}` = `{json.dumps(v)}`" for k, v in c.overrides.items()) or "(the scenario as it is)"
+        if c.fork is not None:
+            said = "; ".join([*c.fork.whisper, *c.fork.event, *c.fork.set]) or "no intervention"
+            overrides = f"{c.fork.of}'s runs forked at tick {c.fork.at}: {said}"
         res = result.results[c.name]
         lines.append(f"| {c.name} | {overrides} | {len(res.runs)} | {res.trajectories} |")
     for c in spec.conditions:
@@ -93,7 +96,9 @@ def write_report(result: ExperimentResult, out: Path) -> list[Path]:
     data = {
         "name": result.spec.name, "scenario": str(result.scenario), "seeds": result.spec.seeds,
         "ticks": result.spec.ticks, "control": result.control, "command": result.command,
-        "conditions": [{"name": c.name, "overrides": c.overrides, "engine": result.results[c.name].engine,
+        "conditions": [{"name": c.name, "overrides": c.overrides,
+                        "fork": c.fork.model_dump() if c.fork is not None else None,
+                        "engine": result.results[c.name].engine,
                         "distinct_runs": result.results[c.name].trajectories,
                         "runs": [{"seed": r.seed, "run_dir": str(r.run_dir), "metrics": r.metrics}
                                  for r in result.results[c.name].runs]} for c in result.spec.conditions],

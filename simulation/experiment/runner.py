@@ -11,10 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulation.benchmark.behaviour import BenchmarkResult, metric_order, run_benchmark
+from simulation.benchmark.behaviour import BenchmarkResult, fork_benchmark, metric_order, run_benchmark
+from simulation.errors import InputError, Problem
 from simulation.experiment.effects import Effect, effect
 from simulation.experiment.overrides import condition_scenario
-from simulation.experiment.spec import ExperimentSpec
+from simulation.experiment.spec import Condition, ExperimentSpec
+from simulation.run.fork import Intervention, parse_event, parse_setting, parse_whisper
 from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
 from simulation.scenario import LoadedScenario
@@ -51,9 +53,21 @@ class ExperimentResult:
 
 
 def scenarios(spec: ExperimentSpec, scenario: Path, spec_path: Path) -> dict[str, LoadedScenario]:
-    """Each condition's scenario, validated (InputError naming the experiment file and condition)."""
+    """Each condition's scenario, validated (InputError naming the experiment file and condition);
+    a fork's is checked against its parent condition's when it is forked (people, places, tick)."""
     return {c.name: condition_scenario(scenario, c.name, c.overrides, f"{spec_path}: conditions[{i}] ({c.name})")
-            for i, c in enumerate(spec.conditions)}
+            for i, c in enumerate(spec.conditions) if c.fork is None}
+
+
+def interventions(condition: Condition, where: str) -> list[Intervention]:
+    """A fork condition's interventions, parsed (InputError naming the condition)."""
+    f = condition.fork
+    assert f is not None
+    try:
+        return ([parse_whisper(w, f.fact) for w in f.whisper] + [parse_event(e, f.fact) for e in f.event]
+                + [parse_setting(s) for s in f.set])
+    except InputError as exc:
+        raise InputError(Problem(where, f"fork: {exc}")) from None
 
 
 def run_experiment(spec: ExperimentSpec, scenario: Path, spec_path: Path, out: Path, *,
@@ -64,11 +78,21 @@ def run_experiment(spec: ExperimentSpec, scenario: Path, spec_path: Path, out: P
     i, seed)`` before each run (i counts all the experiment's runs); ``on_tick(done, total)``
     after each tick of it."""
     loaded = scenarios(spec, scenario, spec_path)
+    changes = {c.name: interventions(c, f"{spec_path}: conditions[{i}] ({c.name})")
+               for i, c in enumerate(spec.conditions) if c.fork is not None}
     result = ExperimentResult(spec, scenario, command=command)
-    for k, condition in enumerate(spec.conditions):
+    order = [c for c in spec.conditions if c.fork is None] + [c for c in spec.conditions if c.fork is not None]
+    for k, condition in enumerate(order):  # forks after the runs they branch
         seen = (lambda i, seed, name=condition.name, base=k * len(spec.seeds): on_run(name, base + i, seed)) \
             if on_run is not None else None
-        result.results[condition.name] = run_benchmark(
-            loaded[condition.name], spec.seeds, out / condition.name, ticks=spec.ticks, llm=llm, backend=backend,
-            command=command, on_seed=seen, on_tick=on_tick)
+        if condition.fork is None:
+            result.results[condition.name] = run_benchmark(
+                loaded[condition.name], spec.seeds, out / condition.name, ticks=spec.ticks, llm=llm, backend=backend,
+                command=command, on_seed=seen, on_tick=on_tick)
+        else:
+            own = backend if backend is not None and not isinstance(backend, str) else None
+            result.results[condition.name] = fork_benchmark(
+                result.results[condition.fork.of], out / condition.name, at=condition.fork.at,
+                interventions=changes[condition.name], llm=llm, backend=own, command=command, on_seed=seen,
+                on_tick=on_tick)
     return result

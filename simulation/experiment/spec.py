@@ -26,13 +26,32 @@ from simulation.formats.fields import Identifier, ShortText, StrictModel
 from simulation.formats.validation import validate_document
 from simulation.formats.yamlfile import load_yaml
 
-__all__ = ["Condition", "ExperimentSpec", "load_spec"]
+__all__ = ["Condition", "ExperimentSpec", "Fork", "load_spec"]
+
+
+class Fork(StrictModel):
+    """A condition that branches another condition's run of each seed at a tick (``agora fork``):
+    the ticks before it are that run's, so the two differ only by what happens from there."""
+
+    of: Identifier = Field(description="the condition whose runs are forked (one that is not a fork itself)")
+    at: int = Field(ge=0, description="the first tick the forks make themselves")
+    whisper: list[str] = Field(default_factory=list, description="PERSON=TEXT, as agora fork --whisper")
+    event: list[str] = Field(default_factory=list, description="PLACE=TEXT or PLACE:MINUTES=TEXT, as --event")
+    set: list[str] = Field(default_factory=list, description="SETTING=VALUE, as --set")
+    fact: Identifier | None = Field(None, description="the fact the whispers and events bring, as --fact")
 
 
 class Condition(StrictModel):
     name: Identifier
     description: str = ""
     overrides: dict[str, Any] = Field(default_factory=dict, description="dotted path into the scenario's YAML -> value")
+    fork: Fork | None = Field(None, description="instead of overrides: fork another condition's runs at a tick")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Condition:
+        if self.fork is not None and self.overrides:
+            raise ValueError(f"condition {self.name!r} has both overrides and fork: a fork runs its parent's scenario")
+        return self
 
 
 class ExperimentSpec(StrictModel):
@@ -53,6 +72,11 @@ class ExperimentSpec(StrictModel):
             raise ValueError("seeds must differ: a seed given twice is the same run twice, not a replicate")
         if self.control is not None and self.control not in names:
             raise ValueError(f"control {self.control!r} is not one of the conditions ({', '.join(names)})")
+        plain = [c.name for c in self.conditions if c.fork is None]
+        for c in self.conditions:
+            if c.fork is not None and c.fork.of not in plain:
+                raise ValueError(f"condition {c.name!r} forks {c.fork.of!r}, which is not a condition that is not a "
+                                 f"fork itself ({', '.join(plain) or 'none'})")
         return self
 
     @property
