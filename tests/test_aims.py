@@ -139,6 +139,26 @@ def test_nothing_is_invited_to_once_it_has_begun(mind):
     assert Aim.INVITE not in aims(aim_menu(mind.person("ann"), mind, conv))
 
 
+def test_nobody_is_invited_to_their_own_happening(mind):
+    """Bob holds the party first-hand (whispered to him: he is its host); Ann, who knows of it, may
+    tell him nothing new by inviting him to it."""
+    mind.known = [PARTY]
+    node = mind.remember("bob", MemoryKind.THOUGHT, "I will throw a party at the cafe tomorrow at five.",
+                         Provenance(Source.WHISPERED, fact="party"))
+    mind.person("bob").news.append(node.id)
+    conv = talk(mind, ("bob", Move(Aim.GREET)))
+    assert Aim.INVITE not in aims(aim_menu(mind.person("ann"), mind, conv))
+
+
+def test_a_guest_who_heard_of_it_may_invite_someone_else(mind):
+    mind.known = [PARTY]
+    node = mind.remember("bob", MemoryKind.UTTERANCE, 'Carl said to Bob Brown: "Come to the party!"',
+                         Provenance(Source.HEARD, from_agent="carl", fact=None, quote="Come to the party!"))
+    mind.person("bob").news.append(node.id)
+    conv = talk(mind, ("bob", Move(Aim.GREET)))
+    assert Aim.INVITE in aims(aim_menu(mind.person("ann"), mind, conv))
+
+
 def test_news_is_not_told_twice_nor_back_to_whoever_told_it(mind):
     news = whisper(mind, "ann", "The bakery burned down last night.")
     conv = talk(mind, ("bob", Move(Aim.GREET)))
@@ -152,6 +172,29 @@ def test_news_is_not_told_twice_nor_back_to_whoever_told_it(mind):
     assert untold_news(mind.person("bob"), mind, "ann") == [], "not told back to the one who told it"
     mind.people_by_id["carl"] = mind.person("ann").model_copy(update={"id": "carl", "told": {}, "invited": {}})
     assert [n.id for n in untold_news(mind.person("bob"), mind, "carl")] == [heard.id]
+
+
+def test_a_spoken_line_is_neither_a_bare_word_nor_the_prompt_read_back():
+    from simulation.cognition.converse import check_spoken
+
+    assert check_spoken("Fiona", []) == "is a bare word, not a line"
+    assert check_spoken("furthermore", []) == "is a bare word, not a line"
+    assert check_spoken("Yes.", []) is None and check_spoken("Mate!", []) is None
+    assert check_spoken("The conversation so far: Fiona greeted Walter.", []) == \
+        "reads the prompt back instead of speaking"
+    assert check_spoken("In Isabella's own words and speaking style", []) == "reads the prompt back instead of speaking"
+    assert check_spoken("Good morning, Walter! Busy day at the shop?", []) is None
+
+
+def test_a_line_cut_by_the_schemas_length_keeps_its_whole_sentences():
+    from simulation.cognition.converse import whole_sentences
+
+    cut = ("Morning, Kit! The coastguard says a gale is coming on Tuesday, so the ferry won't run. "
+           "Have you tied the boats down yet, or should I come round later and give you a hand?")[:160]
+    assert whole_sentences(cut) == "Morning, Kit! The coastguard says a gale is coming on Tuesday, so the ferry won't run."
+    assert whole_sentences("Short and sweet.") == "Short and sweet."
+    unbroken = "word " * 31 + "end"  # no sentence to go back to: kept as it is
+    assert whole_sentences(unbroken) == unbroken.strip()
 
 
 def test_a_line_must_do_what_its_move_is_for():

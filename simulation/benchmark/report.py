@@ -21,7 +21,7 @@ from simulation.rundb.intervals import Estimate, cell, format_value, paired, ver
 __all__ = ["HEADLINE", "failing", "write_report"]
 
 HEADLINE = [
-    "talk.conversations", "talk.example_share", "talk.name_errors", "talk.encounters_per_agent_hour",
+    "talk.conversations", "talk.example_share", "talk.name_errors", "talk.garbled_share", "talk.encounters_per_agent_hour",
     "talk.two_line_share",
     "llm.fallback_share", "relationships.density_end",
 ]

@@ -24,7 +24,7 @@ import re
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from simulation.core import Aim, Happening, Move
+from simulation.core import Aim, Happening, Move, Source
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -79,12 +79,28 @@ def untold_news(me: AgentState, mind: Mind, other_id: str) -> list[MemoryNode]:
     return sorted(out, key=lambda n: (-n.rated_importance, -n.id))
 
 
+FIRST_HAND = (Source.SEEDED, Source.WHISPERED)
+"""How the people a fact starts with hold it: the host of a happening, whom
+nobody invites to their own party."""
+
+
+def first_hand(mind: Mind, person_id: str) -> set[str]:
+    """The facts ``person_id`` held from the start or was whispered: their own news."""
+    out: set[str] = set()
+    for memory_id in mind.person(person_id).news:
+        prov = mind.memory(memory_id).provenance
+        if prov is not None and prov.fact is not None and prov.source in FIRST_HAND:
+            out.add(prov.fact)
+    return out
+
+
 def open_invitations(me: AgentState, mind: Mind, other_id: str, now: datetime) -> list[Happening]:
-    """What ``me`` knows will happen, has not yet begun, has not invited ``other_id`` to, and was
-    not invited to by ``other_id``."""
+    """What ``me`` knows will happen, has not yet begun, has not invited ``other_id`` to, was not
+    invited to by ``other_id``, and is not ``other_id``'s own (``first_hand``)."""
     invited = set(me.invited.get(other_id, ())) | set(mind.person(other_id).invited.get(me.id, ()))
     known = {h.fact: h for h in [*mind.happenings(me.id), *me.going]}
-    return [h for h in known.values() if h.start > now and h.fact not in invited]
+    theirs = first_hand(mind, other_id) if known else set()
+    return [h for h in known.values() if h.start > now and h.fact not in invited and h.fact not in theirs]
 
 
 def _plans_text(me: AgentState, now: datetime) -> str:
@@ -241,6 +257,5 @@ def _clip(text: str) -> str:
     return text if len(text) <= TOPIC_CHARS else text[: TOPIC_CHARS - 3].rstrip() + "..."
 
 
-__all__ = ["ASKS", "aim_menu", "answer_topic", "ask_text", "done_text", "example_line", "happening_text", "instruction",
-           "news_text",
-           "off_aim", "open_invitations", "option_text", "untold_news"]
+__all__ = ["ASKS", "aim_menu", "answer_topic", "ask_text", "done_text", "example_line", "first_hand",
+           "happening_text", "instruction", "news_text", "off_aim", "open_invitations", "option_text", "untold_news"]

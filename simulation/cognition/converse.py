@@ -25,9 +25,10 @@ from simulation.cognition.aims import aim_menu, done_text, example_line, instruc
 from simulation.cognition.calibrate import calibrated, content_free
 from simulation.cognition.context import context, situation
 from simulation.cognition.phase import Phase
-from simulation.cognition.schemas import RecapAnswer, UtteranceAnswer, clip
+from simulation.cognition.schemas import LINE_CHARS, RecapAnswer, UtteranceAnswer, clip
 from simulation.cognition.sociability import weighted
 from simulation.core import Aim, MemoryKind, Move, Provenance, Purpose, Source
+from simulation.rundb.garbled import garbled
 from simulation.rundb.names import addressed
 from simulation.llm.seeds import derive_seed
 
@@ -55,6 +56,21 @@ def strip_echo(text: str, earlier: list[str]) -> str:
     return text
 
 
+_SENTENCE_END = re.compile(r"[.!?][\"')]*(?=\s)")
+
+
+def whole_sentences(text: str, limit: int = LINE_CHARS) -> str:
+    """A line the schema's length cut mid-sentence, back to its last whole sentence (when that
+    keeps at least three words): a capable model's long line otherwise ends in "... and I was
+    wondering if you". Lines shorter than the limit are left as they are."""
+    text = text.strip()
+    if len(text) < limit - 8 or text[-1:] in ".!?\"')":
+        return text
+    ends = [m.end() for m in _SENTENCE_END.finditer(text + " ")]
+    kept = text[:ends[-1]] if ends else ""
+    return kept if len(kept.split()) >= 3 else text
+
+
 def check_line(text: str, earlier: list[str]) -> str | None:
     """Why a line is unusable (empty of words, or a repeat of an earlier line), else None."""
     if not _LETTERS.search(text):
@@ -65,6 +81,12 @@ def check_line(text: str, earlier: list[str]) -> str | None:
         if new == old or (min(len(new), len(old)) >= 12 and (old in new or new in old)):
             return "repeats an earlier line"
     return None
+
+
+def check_spoken(text: str, earlier: list[str]) -> str | None:
+    """``check_line``, and what only a spoken line must not be: a bare word or the prompt's frame
+    read back (``rundb.garbled``, the rule ``talk.garbled_share`` counts by)."""
+    return check_line(text, earlier) or garbled(text)
 
 
 WRONG_PERSON = "addresses the wrong person"
@@ -78,8 +100,8 @@ def misaddressed(text: str, listener: str, town: list[str]) -> str | None:
 
 def _check_utterance(answer: UtteranceAnswer, earlier: list[str], move: Move, names: tuple[str, str],
                      town: list[str]) -> str | None:
-    answer.say = strip_echo(answer.say, earlier)
-    return (check_line(answer.say, earlier) or misaddressed(answer.say, names[1], town)
+    answer.say = whole_sentences(strip_echo(answer.say, earlier))
+    return (check_spoken(answer.say, earlier) or misaddressed(answer.say, names[1], town)
             or off_aim(move, answer.say, names))
 
 
@@ -195,7 +217,7 @@ async def utter(me: AgentState, mind: Mind, conv: Conversation) -> tuple[Move, U
     msgs = prompts.messages(me.system_prompt, "utterance.j2", **base,
                             doing_now=instruction(move, me.first_name, other.first_name))
     script = UtteranceAnswer(say=clip(example_line(move, me.first_name, other.first_name,
-                                                   zlib.crc32(f"{conv.id}/{conv.turns}".encode())), 160))
+                                                   zlib.crc32(f"{conv.id}/{conv.turns}".encode())), LINE_CHARS))
     default = UtteranceAnswer(say=f"Sorry {other.first_name}, I have to go.")
     earlier = [t for _, t in conv.lines]
     names = (me.first_name, other.first_name)

@@ -45,10 +45,14 @@ class ReactDetail(Answer):
     detail: _text(120)  # type: ignore[valid-type]
 
 
+LINE_CHARS = 160
+"""The longest line a person may say (``UtteranceAnswer.say``): the grammar closes the string there."""
+
+
 class UtteranceAnswer(Answer):
     """The words of a line (what the line is for was chosen before: ``core.move``)."""
 
-    say: _text(160)  # type: ignore[valid-type]
+    say: _text(LINE_CHARS)  # type: ignore[valid-type]
 
 
 class RecapAnswer(Answer):

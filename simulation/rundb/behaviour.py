@@ -17,6 +17,7 @@ talk
   ``talk.example_share``  lines the model wrote (a conversation line, or in older runs the opening
   line of a reaction) that are, word for word, the example line their prompt showed (``rundb.examples``)
   ``talk.name_errors``  lines that address their own speaker or someone not in the conversation
+  ``talk.garbled_share``  lines that are a bare word or read the prompt's frame back (``rundb.garbled``)
   (``rundb.names``) / lines
   ``talk.aim.A``  the share of lines made with move A (greet, share, invite, ask, answer, ...);
   0 for a move never made in a run that has lines
@@ -67,6 +68,7 @@ from simulation.rundb.connect import column_names, table_names
 from simulation.rundb.examples import example_utterances
 from simulation.rundb.facts import first_aware, probe_verdicts, spread
 from simulation.rundb.metrics import density_by_tick, people
+from simulation.rundb.garbled import garbled_lines
 from simulation.rundb.names import name_errors
 
 Metrics = dict[str, float | None]
@@ -159,6 +161,7 @@ def _talk(con: Any, run_id: str, n: int, hours: float) -> Metrics:
         repaired += answer.strip() != (text or "").strip()
     copied, said = example_utterances(con, run_id)
     misnamed, lines = name_errors(con, run_id)
+    mangled, _ = garbled_lines(con, run_id)
     return {
         "talk.encounters_per_agent_hour": _ratio(2 * met, n * hours),
         "talk.conversations_per_encounter": _ratio(started, met),
@@ -170,6 +173,7 @@ def _talk(con: Any, run_id: str, n: int, hours: float) -> Metrics:
         "talk.off_aim_share": _ratio(off_aim, attempts),
         "talk.example_share": _ratio(len(copied), said),
         "talk.name_errors": _ratio(len(misnamed), lines),
+        "talk.garbled_share": _ratio(mangled, lines),
     }
 
 
