@@ -5,7 +5,8 @@ the claim that an answer does not depend on its neighbours is what makes runs de
 whatever the batch. ggml may pick other kernels by batch size for other quantisations, so the
 claim is tested on each kind a user runs: the bundled Q4_1, a Q8_0 written by the project's own
 GGUF writer (what ``agora train`` produces), and the measurement model's Q4_K_M when it has been
-fetched (``make measure-model``; skipped otherwise). Token ids are compared, not text (two token
+fetched (``make measure-model``; skipped otherwise), where the claim does **not** hold (an expected
+failure, strict: it says so if that changes). Token ids are compared, not text (two token
 sequences can spell the same text).
 """
 
@@ -113,5 +114,10 @@ def test_a_q8_0_written_by_the_projects_gguf_writer_answers_the_same_token_ids_a
 
 @pytest.mark.slow
 @pytest.mark.skipif(not MEASURE.is_file(), reason="the measurement model is not fetched (make measure-model)")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="measured 2026-11-27: on the 1.5B's Q4_K_M an answer decoded beside others can differ "
+                          "from the same answer alone (request 1 parts at its 9th token: ',' against ', '); ggml "
+                          "computes other kernels by batch size there. Runs stay reproducible (same batches, "
+                          "and the replay cache), but an answer depends on its batch on this file")
 def test_the_measurement_models_q4_k_m_answers_the_same_token_ids_alone_or_beside_others():
     _same_bits(MEASURE)

@@ -12,7 +12,8 @@ every backend object on the same loaded model. ``tokens`` counts what was reused
 Batched decoding (``simulation.llm.llamacpp.sequences``): the generated answers of a batch are decoded
 together, up to ``sequences`` at a time, one sequence each: every prompt is evaluated alone in its
 own sequence, then each decode step generates one token of every unfinished answer. Each
-sequence has its own KV cells, so an answer is the same bits alone or beside others. Scored
+sequence has its own KV cells, so an answer is the same bits alone or beside others on the
+bundled Q4_1 and a Q8_0 (not on a Q4_K_M: ``tests/test_same_bits.py``). Scored
 questions (options) are evaluated one at a time.
 """
 
