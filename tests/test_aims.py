@@ -195,6 +195,17 @@ def test_a_line_cut_by_the_schemas_length_keeps_its_whole_sentences():
     assert whole_sentences("Short and sweet.") == "Short and sweet."
     unbroken = "word " * 31 + "end"  # no sentence to go back to: kept as it is
     assert whole_sentences(unbroken) == unbroken.strip()
+    assert whole_sentences("   ") == "   "  # blank: left for check_line to refuse, never made ""
+
+
+def test_a_blank_line_is_refused_not_a_crash():
+    """A model that answers {"say": " "}: the repair must not assign "" (below the schema's
+    minimum), which stopped a Kelder Cove run with a ValidationError."""
+    from simulation.cognition.converse import _check_utterance
+    from simulation.cognition.schemas import UtteranceAnswer
+
+    answer = UtteranceAnswer(say=" ")
+    assert _check_utterance(answer, [], Move(Aim.GREET), ("Ann", "Bob"), ["Ann", "Bob"]) == "says nothing"
 
 
 def test_a_line_must_do_what_its_move_is_for():

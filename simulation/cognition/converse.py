@@ -62,7 +62,10 @@ _SENTENCE_END = re.compile(r"[.!?][\"')]*(?=\s)")
 def whole_sentences(text: str, limit: int = LINE_CHARS) -> str:
     """A line the schema's length cut mid-sentence, back to its last whole sentence (when that
     keeps at least three words): a capable model's long line otherwise ends in "... and I was
-    wondering if you". Lines shorter than the limit are left as they are."""
+    wondering if you". Lines shorter than the limit are left as they are (stripped); a blank one is
+    returned as it came, for ``check_line`` to refuse (an empty string is no ``UtteranceAnswer``)."""
+    if not text.strip():
+        return text
     text = text.strip()
     if len(text) < limit - 8 or text[-1:] in ".!?\"')":
         return text
