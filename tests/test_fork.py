@@ -183,12 +183,11 @@ def test_a_fork_on_the_bundled_model_replays_its_prefix_from_the_cache(tmp_path,
 
     loaded = with_settings(flagship, llm={"cache": "use", "cache_path": str(tmp_path / "llm.sqlite")})
     with Simulation.from_scenario(loaded, out=tmp_path / "p", ticks=2, seed=5) as parent:
-        parent.run()
+        step_run(parent)  # two ticks, no probes: stopped, which a fork may branch like any run
     answers = []
     fork = Simulation.fork(parent.run_dir, at=1, out=tmp_path / "f", on_llm=answers.append,
                            interventions=[Intervention("whisper", NEWS, to="daniel_okafor")])
-    replayed = list(answers)
     with fork:
-        fork.run()
-    assert replayed and all(c.cache_hit for c in replayed)
+        pass  # the replayed tick is what is checked
+    assert answers and all(c.cache_hit for c in answers)
     assert first_difference(parent.run_dir / "run.db", fork.run_dir / "run.db", before_tick=1) is None
