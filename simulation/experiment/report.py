@@ -73,10 +73,11 @@ def plot(result: ExperimentResult, path: Path, metrics: list[str]) -> None:
     import matplotlib.pyplot as plt
 
     others = [c.name for c in result.spec.conditions if c.name != result.control]
+    effects = {name: {e.metric: e for e in result.effects(name)} for name in others}  # once per condition
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 0.6 + 0.5 * len(others)), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         for y, name in enumerate(others):
-            e = next(x for x in result.effects(name) if x.metric == metric)
+            e = effects[name][metric]
             if e.difference.mean is None:
                 continue
             low, high = e.difference.low, e.difference.high
