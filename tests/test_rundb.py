@@ -150,6 +150,28 @@ def test_behaviour_of_the_tiny_run(traced):
     assert b["talk.conversations_per_encounter"] == pytest.approx(4 / 6)
     assert b["relationships.density_start"] == pytest.approx(1 / 6) and b["relationships.density_end"] == 0.5
     assert b["llm.fallback_share.plan"] == pytest.approx(1 / 3)
+    # importance 3 each: bob 2 memories, cat 1, dan 1 (ann's seed and zed, no person of the run, left out)
+    assert b["memory.importance_per_agent_hour"] == pytest.approx(4 * 3 / 4 / (40 / 60))
+    assert b["memory.insights"] == 0 and b["memory.reflected_share"] == 0
+
+
+def test_insights_and_who_reflected_count_people_of_the_run(traced, tmp_path):
+    from simulation.rundb.behaviour import behaviour
+
+    copy = tmp_path / "run.db"
+    copy.write_bytes((traced / "run.db").read_bytes())
+    raw = sqlite3.connect(copy)
+    with raw:
+        raw.executemany("insert into memories (run_id, tick, sim_time, agent_id, kind, text, importance) "
+                        "values (?, 3, ?, ?, 'reflection', ?, 8)",
+                        [(RUN_ID, TIMES[3], a, t) for a, t in [("bob", "Ann likes parties."), ("bob", "I like Ann."),
+                                                               ("cat", "Bob talks a lot."), ("zed", "Nobody.")]])
+    raw.close()
+    con = connect_ro(copy)
+    b = behaviour(con, RUN_ID)
+    con.close()
+    assert b["memory.insights"] == 3 and b["memory.reflected_share"] == 0.5
+    assert b["memory.importance_per_agent_hour"] == pytest.approx(4 * 3 / 4 / (40 / 60))  # insights do not count
 
 
 def test_a_line_with_a_raw_control_character_is_measured_as_it_was_answered(tmp_path):

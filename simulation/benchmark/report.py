@@ -23,7 +23,7 @@ __all__ = ["HEADLINE", "failing", "write_report"]
 HEADLINE = [
     "talk.conversations", "talk.example_share", "talk.name_errors", "talk.garbled_share", "talk.encounters_per_agent_hour",
     "talk.two_line_share",
-    "llm.fallback_share", "relationships.density_end",
+    "llm.fallback_share", "memory.insights", "relationships.density_end",
 ]
 """Metrics drawn in the summary plot (the per-fact ones are added per scenario)."""
 VERDICTS = ("right", "partial", "mixed", "wrong", "missed", "honest", "invented", "failed")

@@ -47,6 +47,12 @@ probes (per fact id F asked about; verdicts in ``provenance.rules``)
   ``probes.F.wrong_share`` (only wrong values named for a detail), ``probes.F.hallucination`` (of
   unaware people's usable answers: claims to know or names a detail), ``probes.F.answers``
   (usable answers scored), ``probes.F.failed`` (answers the model failed to give: in no share)
+memory
+  ``memory.importance_per_agent_hour``  summed importance of the memories the run made that count
+  towards reflection (not seeds, reflections or summaries) / people / game hours: the rate that,
+  against ``memory.reflection_threshold``, decides how often people reflect
+  ``memory.insights``  insights written (``reflection`` memories); ``memory.reflected_share``  the
+  named people (not the background crowd) who reflected at least once / named people
 relationships
   ``relationships.density_start``, ``relationships.density_end`` (``rundb.metrics`` has the formula)
 
@@ -102,6 +108,7 @@ def behaviour(con: Any, run_id: str) -> Metrics:
     out.update(_llm(con, run_id, n, hours))
     out.update(_facts(con, run_id))
     out.update(_probes(con, run_id))
+    out.update(_memory(con, run_id, hours))
     density = density_by_tick(con, run_id)
     out["relationships.density_start"] = density[0][2] if density else None
     out["relationships.density_end"] = density[-1][2] if density else None
@@ -282,6 +289,31 @@ def _calls_by_kind(con: Any, run_id: str, hours: float) -> Metrics:
     named = len(kinds) - len(crowd)
     return {"llm.calls_per_agent_hour.crowd": _ratio(calls[True], len(crowd) * hours),
             "llm.calls_per_agent_hour.named": _ratio(calls[False], named * hours) if named else None}
+
+
+# ---------------------------------------------------------------------- memory and reflection
+
+COUNTED_OUT = ("seed", "reflection", "summary")
+"""Memory kinds whose importance does not count towards reflection in the run (seeds come before it;
+``memory.stream.NOT_COUNTED`` holds the other two)."""
+
+
+def _memory(con: Any, run_id: str, hours: float) -> Metrics:
+    """How fast importance accrues and whether people reflected, for the named people (the background
+    crowd does not reflect): a reflection that never fires is a part of cognition that is not running,
+    whatever the fallback shares say."""
+    crowd = " and not crowd" if _has(con, "agents", "crowd") else ""
+    named = f"agent_id in (select agent_id from agents where run_id = ?{crowd})"
+    people_named, = con.execute(f"select count(*) from agents where run_id = ?{crowd}", [run_id]).fetchone()
+    gained, = con.execute(
+        f"select coalesce(sum(importance), 0) from memories where run_id = ? and {named} and importance is not null "
+        f"and kind not in ({', '.join('?' for _ in COUNTED_OUT)})", [run_id, run_id, *COUNTED_OUT]).fetchone()
+    insights, reflected = con.execute(
+        f"select count(*), count(distinct agent_id) from memories where run_id = ? and {named} and kind = 'reflection'",
+        [run_id, run_id]).fetchone()
+    return {"memory.importance_per_agent_hour": _ratio(gained, people_named * hours),
+            "memory.insights": float(insights) if people_named else None,
+            "memory.reflected_share": _ratio(reflected, people_named)}
 
 
 # ---------------------------------------------------------------------- facts and probes

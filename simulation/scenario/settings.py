@@ -27,8 +27,13 @@ class MemorySettings(StrictModel):
     recency_decay: float = Field(0.995, gt=0, le=1, description="recency = decay ** game hours since last access")
     top_k: int = Field(8, ge=1, le=100, description="memories retrieved per query")
     reflection_threshold: float = Field(
-        150, ge=1, le=100000, description="summed importance of new memories that triggers a reflection"
+        100, ge=1, le=100000, description="summed importance of new memories that triggers a reflection"
     )
+    """100, not Generative Agents' 150: that value was set for their stream, which perceives every
+    object's state each 10 game seconds. What their paper reports is the outcome, "roughly two or
+    three times a day"; at Agora's 10-minute ticks the 25-person town gains about 13 importance per
+    person per game hour (``memory.importance_per_agent_hour``), so 150 gives about 1.5 reflections
+    a waking day and 100 about 2.2 (docs/cognition.md, Reflection)."""
     embedding_model: str | None = Field(
         None, description="sentence-transformers model folder (default: the bundled all-MiniLM-L6-v2)"
     )
