@@ -66,6 +66,30 @@ def test_town_slider_replays_a_moment_with_its_conversation_link(monkeypatch, fi
     assert said and said[0]["text"].split(":")[0] in shown
 
 
+def test_town_rings_a_happening_while_it_goes_on(monkeypatch, tmp_path, finished_run):
+    """The party moved to 08:10-08:50 of the scripted run: the map rings Hobbs Cafe at 08:20, beside
+    the market (08:00-12:00 in Johnson Park), and neither at 07:20."""
+    from ui_support import copy_run
+
+    target = copy_run(finished_run, tmp_path / "runs" / finished_run.name)
+    con = sqlite3.connect(target / "run.db")
+    with con:
+        scenario = json.loads(con.execute("select scenario from resume_state").fetchone()[0])
+        for fact in scenario["scenario"]["facts"]:
+            if fact["id"] == "party":
+                for d in fact["details"]:
+                    d["value"] = {"date": "2023-02-13", "time": "08:10-08:50"}.get(d["kind"], d["value"])
+        con.execute("update resume_state set scenario = ?", (json.dumps(scenario),))
+    con.close()
+    at = open_page(app(monkeypatch, target), "town")
+    at.slider(key="town_tick").set_value(8).run()  # 08:20
+    ring = next(t for t in figures(at)[0]["data"] if t.get("name") == "happening now")
+    assert sorted(ring["text"]) == ["<b>market</b> 08:00-12:00", "<b>party</b> 08:10-08:50"]
+    assert "party at Hobbs Cafe, 08:10-08:50" in text_of(at)
+    at.slider(key="town_tick").set_value(2).run()  # 07:20: not yet
+    assert not [t for t in figures(at)[0]["data"] if t.get("name") == "happening now"]
+
+
 def test_town_follows_a_run_being_written(monkeypatch, tmp_path, flagship):
     run = build_run(flagship, tmp_path / "runs", ticks=6, finish=False)
     run.model.step()

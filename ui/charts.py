@@ -14,6 +14,8 @@ STATUS_COLORS = {
     "waking": "#f59f00", "sleeping": "#5c7cfa",
 }
 CONVERSATION_COLORS = ["#d6336c", "#7048e8", "#1c7ed6", "#0ca678", "#f08c00", "#e03131"]
+HAPPENING_COLOR = "#fab005"
+"""The ring round a place where a happening (a party) is going on."""
 KIND_COLORS = {
     "home": "#c5d8f5", "cafe": "#f7c59f", "square": "#e9ecef", "park": "#b2f2bb", "bar": "#ffc9c9",
     "shop": "#ffe8a1", "pharmacy": "#c3fae8", "library": "#d0bfff", "college": "#eebefa",
@@ -68,9 +70,11 @@ def agent_positions(places: pd.DataFrame, states: pd.DataFrame, links: Links) ->
 
 
 def town_map(places: pd.DataFrame, paths: pd.DataFrame, states: pd.DataFrame,
-             links: Links | None = None, height: int = 720) -> go.Figure:
+             links: Links | None = None, height: int = 720,
+             happening: list[tuple[str, str, str]] | None = None) -> go.Figure:
     """Places at their map positions, walking paths, every agent beside its place labelled with
-    name and action, and a curved link between two people in a conversation."""
+    name and action, a curved link between two people in a conversation, and a ring round the
+    place of each ``happening`` (fact id, place id, its window as text) while it goes on."""
     links = links or {}
     fig = go.Figure()
     at = {r.place_id: (float(r.x), float(r.y)) for r in places.itertuples()}
@@ -96,6 +100,15 @@ def town_map(places: pd.DataFrame, paths: pd.DataFrame, states: pd.DataFrame,
         customdata=list(zip(places["kind"], places["description"].fillna(""), strict=True)),
         hovertemplate="<b>%{text}</b> (%{customdata[0]})<br>%{customdata[1]}<extra></extra>",
     ))
+    rings = [(fid, at[place], window) for fid, place, window in happening or [] if place in at]
+    if rings:
+        fig.add_trace(go.Scatter(
+            x=[r[1][0] for r in rings], y=[r[1][1] for r in rings], mode="markers+text", name="happening now",
+            marker={"symbol": "circle-open", "size": 44, "line": {"width": 4, "color": HAPPENING_COLOR}},
+            text=[f"<b>{fid}</b> {window}" for fid, _, window in rings], textposition="bottom center",
+            textfont={"size": 11, "color": HAPPENING_COLOR},
+            hovertemplate="%{text}: going on now<extra></extra>",
+        ))
     pos = agent_positions(places, states, links)
     for n, (cid, (pair, line)) in enumerate(sorted(links.items())):
         if not (pair[0] in pos and pair[1] in pos):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from simulation.rundb import attendance as attendance_reader
 from simulation.rundb import behaviour as behaviour_reader
 from simulation.rundb import facts as fact_reader
 from simulation.rundb import metrics
@@ -336,6 +337,14 @@ def fact_spread(db: RunDB) -> dict[str, fact_reader.Spread]:
     return fact_reader.spread(db.con, db.run_id)
 
 
+def happenings_at(db: RunDB, sim_time: str | None) -> list[attendance_reader.Happening]:
+    """The run's happenings (a fact with a place, a day and a time range: ``rundb.attendance``)
+    going on at ``sim_time``, so the map can draw them at their place."""
+    if not sim_time:
+        return []
+    return [h for h in attendance_reader.happenings(db.con, db.run_id).values() if h.starts <= sim_time < h.ends]
+
+
 def probe_verdicts(db: RunDB) -> pd.DataFrame:
     """Probe answers about a fact, counted per fact and verdict (``rundb.facts.probe_verdicts``)."""
     return pd.DataFrame([{"fact": f, "verdict": v, "answers": n}
@@ -345,7 +354,7 @@ def probe_verdicts(db: RunDB) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------- behaviour
 
-BEHAVIOUR_GROUPS = ("talk", "plans", "llm", "facts", "probes", "relationships")
+BEHAVIOUR_GROUPS = ("talk", "plans", "llm", "facts", "probes", "memory", "relationships")
 """The behaviour metrics' prefixes, in the order the page shows them (others follow)."""
 
 

@@ -9,7 +9,10 @@ A report's shares are counts of verdicts and tellings; these files hold the rows
   source and whether it is its person's first, and whether the line behind it was the prompt's
   example (the engine's words) rather than the model's own;
 - ``tellings.csv``: for each person told a fact, who told them, at what depth of the cascade,
-  whether the teller was aware themselves, and whether the line was the model's own words.
+  whether the teller was aware themselves, and whether the line was the model's own words;
+- ``attendance.csv``: for each happening whose window a run passed (``rundb.attendance``), everyone
+  who came, was invited, knew of it when it began or planned its day knowing it, with which of
+  those they were (written only when some run has such a happening).
 
 Each row names its seed and run, so a reader can open the run (``agora ui``) and find it.
 """
@@ -33,11 +36,15 @@ FACT_COLUMNS = ["seed", "run_id", "fact_id", "tick", "sim_time", "agent_id", "na
 TELLING_COLUMNS = ["seed", "run_id", "fact_id", "tick", "sim_time", "agent_id", "name", "told_by", "told_by_name",
                    "depth", "teller_aware", "own_words", "utterance_id", "kept", "lost", "changed"]
 
+ATTENDANCE_COLUMNS = ["seed", "run_id", "fact_id", "place", "starts", "ends", "agent_id", "name", "came", "invited",
+                      "aware_at_start", "planned_day_knowing", "planned"]
+
 
 def write_audit(result: BenchmarkResult, out: Path) -> list[Path]:
-    """Write the three CSVs for ``result``'s runs into ``out``; returns their paths."""
+    """Write the CSVs for ``result``'s runs into ``out``; returns their paths."""
     from simulation.provenance.rules import AWARE_SOURCES
     from simulation.rundb import connect_ro
+    from simulation.rundb.attendance import attendance
     from simulation.rundb.examples import example_utterances
     from simulation.rundb.facts import first_aware
     from simulation.rundb.metrics import people
@@ -45,6 +52,7 @@ def write_audit(result: BenchmarkResult, out: Path) -> list[Path]:
     probes: list[dict[str, Any]] = []
     memories: list[dict[str, Any]] = []
     tellings: list[dict[str, Any]] = []
+    turnout: list[dict[str, Any]] = []
     for run in result.runs:
         con = connect_ro(run.run_dir / "run.db")
         try:
@@ -78,11 +86,23 @@ def write_audit(result: BenchmarkResult, out: Path) -> list[Path]:
                         "told_by_name": names.get(i.parent, ""), "depth": i.depth, "teller_aware": int(i.teller_aware),
                         "own_words": int(i.utterance_id not in copied), "utterance_id": i.utterance_id,
                         "kept": i.kept, "lost": i.lost, "changed": i.changed})
+            for fact_id, a in attendance(con, rid).items():
+                h = a.happening
+                for agent_id in sorted(set(a.attended) | set(a.invited) | set(a.aware) | set(a.planners)):
+                    turnout.append({
+                        "seed": run.seed, "run_id": rid, "fact_id": fact_id, "place": h.place, "starts": h.starts,
+                        "ends": h.ends, "agent_id": agent_id, "name": names.get(agent_id, ""),
+                        "came": int(agent_id in a.attended), "invited": int(agent_id in a.invited),
+                        "aware_at_start": int(agent_id in a.aware),
+                        "planned_day_knowing": int(agent_id in a.planners), "planned": int(agent_id in a.planned)})
         finally:
             con.close()
     files = [out / "probes.csv", out / "fact_memories.csv", out / "tellings.csv"]
-    for path, columns, rows in zip(files, (PROBE_COLUMNS, FACT_COLUMNS, TELLING_COLUMNS),
-                                   (probes, memories, tellings), strict=True):
+    tables = [(PROBE_COLUMNS, probes), (FACT_COLUMNS, memories), (TELLING_COLUMNS, tellings)]
+    if turnout:
+        files.append(out / "attendance.csv")
+        tables.append((ATTENDANCE_COLUMNS, turnout))
+    for path, (columns, rows) in zip(files, tables, strict=True):
         with path.open("w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
             writer.writeheader()

@@ -140,12 +140,16 @@ def behaviour(
     from simulation.rundb.behaviour import behaviour as compute
     from simulation.rundb.behaviour import failing_purposes
 
+    from simulation.rundb.attendance import attendance
+    from simulation.rundb.metrics import people
+
     store = RunStore.open(run_dir)
     try:
         rescore_probes(store.db.conn, store.run_id)
         store.db.conn.commit()
         metrics = compute(store.db, store.run_id)
         store.replace_behaviour(metrics)
+        turnout, names = attendance(store.db, store.run_id), people(store.db, store.run_id)
     finally:
         store.close()
     table = Table(title=f"Behaviour of {escape(str(run_dir))}", title_justify="left")
@@ -162,6 +166,17 @@ def behaviour(
     for purpose, share in failing.items():
         common.console.print(f"[bold red]failing:[/] {escape(purpose)} falls back {share:.0%} of the time: that "
                              "part of cognition is not running", highlight=False)
+    for fid, a in turnout.items():
+        h = a.happening
+
+        def who(ids: list[str]) -> str:
+            return escape(", ".join(names.get(i, i) for i in ids)) or "nobody"
+
+        common.console.print(
+            f"[bold]{escape(fid)}[/] at {escape(h.place)}, {h.starts}-{h.ends[11:]}: came {who(a.attended)}; "
+            f"invited {len(a.invited)}, of whom came {who(a.invited_came)}; aware when it began {len(a.aware)}, "
+            f"of whom came {who(a.aware_came)}; put it in their plan {who(a.planned)} "
+            f"(of {len(a.planners)} who planned the day knowing it)", highlight=False, soft_wrap=True)
 
 
 @user_errors

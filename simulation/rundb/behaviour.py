@@ -41,6 +41,13 @@ facts (per fact id F; ``rundb.facts`` defines each)
   included: the whispered person counts), ``facts.F.cascade_depth``, ``facts.F.distortion``,
   ``facts.F.retention``, ``facts.F.invented``, ``facts.F.first_told_hour`` (game hours from the
   start to the first telling)
+happenings (per fact F with a place, a day and a time range, once the run has passed its window;
+``rundb.attendance`` defines each)
+  ``facts.F.attended`` (named people at its place during its window), ``facts.F.invited`` and
+  ``facts.F.attended_invited`` (people invited to it; of them, who came), ``facts.F.aware_at_start``
+  and ``facts.F.attended_aware`` (aware when the window began; of them, who came),
+  ``facts.F.planned`` and ``facts.F.planned_share`` (of the people aware when they planned its
+  day, those whose plan put it in; the share)
 probes (per fact id F asked about; verdicts in ``provenance.rules``)
   ``probes.F.right_share`` (of aware people's usable answers: every detail asked right and nothing
   else named), ``probes.F.mixed_share`` (a right detail named beside a wrong one),
@@ -70,6 +77,7 @@ from datetime import datetime
 from typing import Any
 
 from simulation.provenance.rules import FAILED, HONEST, INVENTED, MISSED, MIXED, PARTIAL, RIGHT, WRONG
+from simulation.rundb.attendance import attendance
 from simulation.rundb.connect import column_names, table_names
 from simulation.rundb.examples import example_utterances
 from simulation.rundb.facts import first_aware, probe_verdicts, spread
@@ -107,6 +115,7 @@ def behaviour(con: Any, run_id: str) -> Metrics:
     out.update(_plans(con, run_id, n, hours))
     out.update(_llm(con, run_id, n, hours))
     out.update(_facts(con, run_id))
+    out.update(_attendance(con, run_id))
     out.update(_probes(con, run_id))
     out.update(_memory(con, run_id, hours))
     density = density_by_tick(con, run_id)
@@ -337,6 +346,19 @@ def _facts(con: Any, run_id: str) -> Metrics:
             f"facts.{fact_id}.retention": s.retention, f"facts.{fact_id}.invented": float(s.invented),
             f"facts.{fact_id}.first_told_hour": first,
         })
+    return out
+
+
+def _attendance(con: Any, run_id: str) -> Metrics:
+    out: Metrics = {}
+    for fid, a in attendance(con, run_id).items():
+        out[f"facts.{fid}.attended"] = float(len(a.attended))
+        out[f"facts.{fid}.invited"] = float(len(a.invited))
+        out[f"facts.{fid}.attended_invited"] = float(len(a.invited_came))
+        out[f"facts.{fid}.aware_at_start"] = float(len(a.aware))
+        out[f"facts.{fid}.attended_aware"] = float(len(a.aware_came))
+        out[f"facts.{fid}.planned"] = float(len(a.planned))
+        out[f"facts.{fid}.planned_share"] = _ratio(len(a.planned), len(a.planners))
     return out
 
 

@@ -36,8 +36,15 @@ def town_view() -> None:
                     f"{db.run.get('ticks_done') or 0} of {db.run.get('ticks_planned')} ticks done · "
                     f"{db.run.get('status')}")
         links = charts.conversation_links(states, said)
-        st.plotly_chart(charts.town_map(q.places(db), q.paths(db), states, links), key="town_map",
+        now = q.happenings_at(db, q.time_of(db, tick))
+        rings = [(h.fact_id, h.place, f"{h.starts[11:]}-{h.ends[11:]}") for h in now]
+        st.plotly_chart(charts.town_map(q.places(db), q.paths(db), states, links, happening=rings), key="town_map",
                         config={"displaylogo": False})
+        if now:
+            where = q.place_names(db)
+            st.caption("Going on now: " + "; ".join(
+                f"{common.md(h.fact_id)} at {common.md(where.get(h.place, h.place))}, {h.starts[11:]}-{h.ends[11:]}"
+                for h in now))
         left, right = st.columns([1, 1])
         with left:
             st.markdown("**Who is where**")
