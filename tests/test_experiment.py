@@ -158,3 +158,17 @@ def test_a_fork_condition_must_fork_a_plain_one(tmp_path):
     with pytest.raises(InputError, match="both overrides and fork"):
         load_spec(_spec(tmp_path, "seeds: [1, 2]\nconditions:\n  - name: a\n  - name: b\n"
                                   "    overrides: {seed: 3}\n    fork: {of: a, at: 2}\n"))
+
+
+def test_the_ablations_are_overrides_of_a_condition():
+    """docs/experiments.md's three switches, as an experiment's conditions set them."""
+    from conftest import SMALL
+
+    from simulation.experiment.overrides import condition_scenario
+
+    lean = ["perceive", "importance", "decide", "converse", "recap"]
+    loaded = condition_scenario(SMALL, "no_reflection_no_planning",
+                                {"cognition.phases": lean, "cognition.planning": False}, "ablations.yaml")
+    assert loaded.scenario.cognition.phases == lean and loaded.scenario.cognition.planning is False
+    recent = condition_scenario(SMALL, "no_retrieval", {"memory.retrieval": "recent"}, "ablations.yaml")
+    assert recent.scenario.memory.retrieval == "recent" and recent.scenario.cognition.planning is True

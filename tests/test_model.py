@@ -306,6 +306,19 @@ def test_agents_plan_once_per_day_across_two_days(make_run, scripted, flagship):
     assert any(s["sim_time"].endswith(("01:30", "01:40", "01:50", "02:00")) for s in sleeps)
 
 
+def test_without_planning_everyone_keeps_their_usual_day_and_is_asked_nothing(make_run, scripted, flagship):
+    """``cognition.planning: false`` (the "no planning" ablation): a plan per person, recorded as
+    the crowd's is, and no plan question asked."""
+    from conftest import with_settings
+
+    run = run_ticks(make_run(scripted, ticks=6, loaded=with_settings(flagship, cognition={"planning": False})))
+    plans = rows(run, "select agent_id, items from plans")
+    up = rows(run, "select distinct agent_id from agent_states where status != 'sleeping'")
+    assert len(up) >= 4 and sorted(p["agent_id"] for p in plans) == sorted(u["agent_id"] for u in up)
+    assert not rows(run, "select id from llm_calls where purpose = 'plan'")
+    assert rows(run, "select id from llm_calls where purpose != 'plan'"), "the rest of cognition still asks"
+
+
 def test_agents_awake_at_the_start_are_up_not_waking_up(make_run, scripted):
     run = make_run(scripted, ticks=1)
     m = run.model

@@ -137,6 +137,26 @@ def test_excluded_ids_are_not_candidates(embedder):
     assert {n.id for n in batching.run(one())} == {nodes[1].id, nodes[3].id}
 
 
+def test_recent_retrieval_shows_the_newest_whatever_the_question(embedder):
+    """``memory.retrieval: recent``, the "no retrieval" ablation: the k newest of the person's own
+    memories, newest first, none embedded for the question, none touched, the excluded left out."""
+    mem = _memory(embedder, top_k=2, retrieval="recent")
+    party = mem.add("ann", "observation", "The Valentine's Day party is at Hobbs Cafe on Tuesday", importance=9)
+    mem.set_time(1, START + timedelta(hours=1))
+    tap = mem.add("ann", "observation", "Ann fixed the leaking tap in the kitchen", importance=1)
+    mem.add("bob", "observation", "Bob mowed the lawn", importance=5)
+    mem.set_time(2, START + timedelta(hours=2))
+    bread = mem.add("ann", "observation", "Ann bakes bread", importance=1)
+    encodes = embedder.encode_calls
+
+    async def one(exclude=()):
+        return await mem.retrieve("ann", "Is there a party?", "test", exclude=exclude)
+
+    assert batching.run(one()) == [bread, tap], "the party is the most relevant and important, but oldest"
+    assert batching.run(one(exclude={bread.id})) == [tap, party]
+    assert embedder.encode_calls == encodes and tap.last_accessed == START + timedelta(hours=1)
+
+
 def test_retrievals_are_logged_with_their_scores(make_run, scripted):
     from conftest import step_run
 

@@ -38,7 +38,7 @@ class Decide(Phase):
 
     async def run(self, me: AgentState, mind: Mind) -> None:
         if me.status == Status.WAKING:
-            if me.crowd:
+            if me.crowd or not mind.settings.planning:
                 usual_day(me, mind)
             else:
                 await daily_plan(me, mind)

@@ -59,6 +59,8 @@ class MindSettings:
     talk_prior: float = 1.0
     """How strongly a person's extraversion and tie lean the choice to start a conversation
     (``cognition.talk_prior``; ``cognition.sociability``)."""
+    planning: bool = True
+    """False: nobody is asked for a day's plan; everyone keeps their usual day (``cognition.planning``)."""
 
 
 NOTES = ("deciding", "talking", "conversations")

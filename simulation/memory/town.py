@@ -264,6 +264,8 @@ class TownMemory:
     def search_now(self, requests: Sequence[_Request]) -> list[list[list[MemoryNode]]]:
         """Answer requests synchronously: one embedding call, one FAISS call, vectorised scoring."""
         started = time.perf_counter()
+        if self.settings.retrieval == "recent":
+            return self._newest(requests, started)
         flat = [(r, q) for r in requests for q in r.queries]
         vectors = self.embed_pending([q for _, q in flat])
         if self.index is None or not flat:
@@ -286,6 +288,22 @@ class TownMemory:
         self.stats.seconds += time.perf_counter() - started
         return out
 
+    def _newest(self, requests: Sequence[_Request], started: float) -> list[list[list[MemoryNode]]]:
+        """``memory.retrieval: recent`` (the "no retrieval" ablation): each query gets its person's k
+        newest memories, newest first, whatever it asks; nothing is embedded or scored, and a memory
+        shown is not touched (its recency would not matter here)."""
+        out: list[list[list[MemoryNode]]] = []
+        for request in requests:
+            nodes = [n for n in reversed(self.stream(request.agent_id).nodes) if n.id not in request.exclude]
+            nodes = nodes[:request.k]
+            out.append([nodes for _ in request.queries])
+            for query in request.queries:
+                self._record(request, query, nodes, [{"memory_id": n.id} for n in nodes])
+        self.stats.queries += sum(len(r.queries) for r in requests)
+        self.stats.batches += 1
+        self.stats.seconds += time.perf_counter() - started
+        return out
+
     def _log(self, request: _Request, query: str, ranking: Ranking | None) -> list[MemoryNode]:
         if ranking is None:
             nodes: list[MemoryNode] = []
@@ -299,13 +317,17 @@ class TownMemory:
                  "relevance": round(float(ranking.relevance[i]), 4)}
                 for i, node in enumerate(nodes)
             ]
+        self._record(request, query, nodes, results)
+        return nodes
+
+    def _record(self, request: _Request, query: str, nodes: list[MemoryNode],
+                results: list[dict[str, float | int]]) -> None:
         if self.buffer is not None:
             assert self.now is not None
             self.buffer.add("retrievals", {
                 "tick": self.tick, "sim_time": _iso(self.now), "agent_id": request.agent_id,
                 "purpose": request.purpose, "query": query, "results": json.dumps(results),
             })
-        return nodes
 
     def search(self, agent_id: str, query: str, purpose: str = "search", k: int | None = None) -> list[MemoryNode]:
         """A single retrieval outside the event loop (tools, tests, resume checks)."""

@@ -34,6 +34,10 @@ class MemorySettings(StrictModel):
     three times a day"; at Agora's 10-minute ticks the 25-person town gains about 13 importance per
     person per game hour (``memory.importance_per_agent_hour``), so 150 gives about 1.5 reflections
     a waking day and 100 about 2.2 (docs/cognition.md, Reflection)."""
+    retrieval: Literal["scored", "recent"] = Field(
+        "scored", description="how a question's memories are found: 'scored' ranks them by recency, importance "
+        "and relevance to the question (Generative Agents' retrieval); 'recent' shows the top_k newest whatever "
+        "the question (the 'no retrieval' ablation, docs/experiments.md)")
     embedding_model: str | None = Field(
         None, description="sentence-transformers model folder (default: the bundled all-MiniLM-L6-v2)"
     )
@@ -60,6 +64,10 @@ class CognitionSettings(StrictModel):
         1.0, ge=0, le=5, description="how strongly a person's extraversion and their tie to someone (known, liked) "
         "scale the odds that they start a conversation with them, on top of the model's choice "
         "(cognition/sociability.py); 0: the model's probabilities alone")
+    planning: bool = Field(
+        True, description="false: nobody is asked for a day's plan; everyone keeps their usual day from their "
+        "routine, with the happenings they accepted an invitation to in it, as the background crowd does (the "
+        "'no planning' ablation, docs/experiments.md)")
     phases: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$", max_length=200)]] | None = Field(
         None, min_length=1, max_length=50,
         description="the cognition phases each tick runs, in order: built-in names (perceive, importance, decide, "
