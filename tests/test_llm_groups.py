@@ -109,6 +109,10 @@ def test_a_group_says_what_differs_and_takes_the_rest_from_the_llm_block(tmp_pat
     assert loaded.llm_groups() == {"ann": "quiet"}
     # what a run saves and resumes from reads back as it was
     assert type(loaded).model_validate_json(loaded.model_dump_json()).scenario.llm == llm
+    res = agora("validate", path)
+    assert res.exit_code == 0, res.output
+    assert "model group quiet: llamacpp, other.gguf; 1 of the people" in res.stdout
+    assert "model group served: openai, its default model; named by nobody, so never started" in res.stdout
 
 
 def test_a_group_is_checked_like_the_llm_block_each_problem_at_its_line(tmp_path):
@@ -239,6 +243,18 @@ def test_a_two_group_run_stopped_and_resumed_is_the_run_made_in_one_go(cached_ru
     assert first_difference(run_dir / "run.db", part.run_dir / "run.db") is None
 
 
+def test_a_fork_of_a_two_group_run_is_its_parent_before_the_fork_tick(cached_run, tmp_path):
+    run_dir, cache_file, _, _ = cached_run
+    default, quiet = ScriptedBackend(), Quiet()
+    with Simulation.fork(run_dir, at=6, out=tmp_path, ticks=2, backend=CachedBackend(default, ReplayCache(cache_file)),
+                         groups={"quiet": CachedBackend(quiet, ReplayCache(cache_file))}) as fork:
+        fork.step()
+        fork.step()  # then closed, before the probes, which the parent asked at another time
+    assert default.batches == [] and quiet.batches == [], "the prefix and the two ticks after came from the cache"
+    assert first_difference(run_dir / "run.db", fork.run_dir / "run.db", before_tick=6) is None
+    assert recorded_models(sqlite3.connect(fork.run_dir / "run.db"))["quiet"] == ("scripted", "scripted-quiet")
+
+
 def test_a_group_nobody_injects_is_built_from_its_settings_and_resumed_on_its_recorded_model(flagship, tmp_path,
                                                                                            embedder):
     loaded = grouped(flagship, {"quiet": {"backend": "control", "cache": "off"}})
@@ -332,3 +348,30 @@ def test_an_experiment_condition_puts_a_person_on_another_model_by_overrides():
     assert loaded.llm_groups() == {loaded.people[0].persona.id: "alt"}
     with pytest.raises(InputError, match="unknown model group 'alt'"):
         condition_scenario(SMALL, "no_group", {"personas.0.llm": "alt"}, "exp.yaml")
+
+
+@pytest.mark.slow
+def test_one_person_on_the_bundled_model_one_on_the_double_records_both_and_replays_exactly(tmp_path, embedder):
+    """Issue 36's "done": a town on two models, the bundled SmolLM2 (built from the group's settings)
+    and the scripted double, records which answered each call, and ``agora verify`` re-makes it
+    from the replay cache alone."""
+    from conftest import MINIMAL
+
+    cache_file = tmp_path / "llm.sqlite"
+    loaded = grouped(scenario.load(MINIMAL), {"bundled": {"backend": "llamacpp", "threads": 1, "cache": "use",
+                                                          "cache_path": str(cache_file)}}, members=("ann",))
+    cache = ReplayCache(cache_file)
+    with Simulation.from_scenario(loaded, backend=CachedBackend(ScriptedBackend(), cache), out=tmp_path / "runs",
+                                  ticks=3, seed=1) as sim:
+        sim.run(3)
+        run_dir = sim.run_dir
+    cache.close()
+    con = sqlite3.connect(run_dir / "run.db")
+    models = dict(con.execute("select agent_id, group_concat(distinct model) from llm_calls "
+                              "where agent_id is not null group by agent_id"))
+    bundled = recorded_models(con)["bundled"]
+    assert bundled[0] == "llamacpp" and bundled[1].startswith("SmolLM2-135M-Instruct")
+    assert models == {"ann": bundled[1], "bob": "scripted-v1"}
+    con.close()
+    result = verify(run_dir, cache_file)
+    assert result.same, result.difference
