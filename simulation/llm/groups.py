@@ -67,8 +67,8 @@ def build_run_backends(settings: LLMSettings, base_dir: Path, used: Iterable[str
     being resumed or verified recorded, for a backend whose model id only starting it can tell
     (``factory.build_backend``'s ``recorded_model``); used only where the backend is the same.
 
-    A group passed in that the scenario does not have is bad input; so is a backend object for the
-    default or a group that fails to build (everything built so far is closed again)."""
+    A group passed in that the scenario does not have is bad input; when a backend fails to build,
+    the ones built before it are closed again and the error goes on."""
     given = dict(groups or {})
     unknown = sorted(set(given) - set(settings.groups))
     if unknown:
