@@ -124,13 +124,17 @@ class FakeMind:
             return Rating(default, [], False, call_id=len(self.asked))
         return Rating(float(answer(options, default)), [], True, call_id=len(self.asked))
 
-    async def baseline(self, messages, options):
+    async def baseline(self, me, messages, options):
         """No content-free calibration: the fake's ratings are the choices it is told to make."""
         return None
 
-    def count_tokens(self, messages: list[dict[str, str]]) -> int:
+    def count_tokens(self, me, messages: list[dict[str, str]]) -> int:
         self.counted += 1
         return self.tokens(messages)
+
+    def settings_of(self, me) -> MindSettings:
+        """Everyone asks one model here."""
+        return self.settings
 
     def choosing(self, *words: str) -> Callable[[Sequence[str], float], float]:
         """An ``answers["aim"]`` that picks, of the choices the last prompt listed, the first one

@@ -350,9 +350,9 @@ class ModelMind(FakeMind):
         return await self.client.ask(messages, schema, default=default, purpose=str(purpose), agent_id=me.id,
                                      tick=self.tick, max_tokens=max_tokens, check=check)
 
-    def count_tokens(self, messages):
+    def count_tokens(self, me, messages):
         self.counted += 1
-        return self.client.count_tokens(messages)
+        return self.client.count_tokens(messages, me.id)
 
 
 @pytest.mark.slow

@@ -97,7 +97,8 @@ def bench_behaviour(
                     progress.update(seeds_task, description=f"control, seed {seed}")
 
             baseline = run_benchmark(loaded, chosen, out / "control", ticks=ticks,
-                                     llm=BackendChoice(backend="control", cache="off"), command=command,
+                                     llm=BackendChoice(backend="control", cache="off", everyone=True),
+                                     command=command,
                                      on_seed=on_control_seed, on_tick=on_tick)
     finally:
         if progress is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -42,6 +43,12 @@ def validate(
         common.console.print(f"[green]ok[/] {escape(str(path))}: {len(loaded.people)} people, "
                              f"{len(s.town.places)} places, {s.clock.total_ticks} ticks of {s.clock.tick_minutes} min",
                              highlight=False, soft_wrap=True)
+        asking = Counter(loaded.llm_groups().values())
+        for group, chosen in s.llm.groups.items():
+            model = chosen.model or "its default model"
+            common.console.print(f"  model group {escape(group)}: {chosen.backend}, {escape(model)}; "
+                                 + (f"{asking[group]} of the people" if asking[group] else
+                                    "named by nobody, so never started"), highlight=False, soft_wrap=True)
         for person in loaded.people:
             if person.habits_left_out:
                 common.console.print(f"  note: {escape(person.persona.id)}: habits at places this town lacks are "

@@ -162,12 +162,12 @@ async def choose_number(me: AgentState, mind: Mind, msgs: list[dict[str, str]], 
     rate = mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, n + 1)], default=float(default),
                            purpose=purpose)
     if mind.settings.calibrate:
-        rating, baseline = await asyncio.gather(rate, mind.baseline(content_free(template, n), numbers))
+        rating, baseline = await asyncio.gather(rate, mind.baseline(me, content_free(template, n), numbers))
     else:
         rating, baseline = await rate, None
     if rating.probabilities:
         probabilities = weighted(calibrated(rating.probabilities, baseline if not rating.sampled else None), factors)
-        return draw(probabilities, mind.settings.temperature, rating.seed, mind.settings.choices), rating.call_id
+        return draw(probabilities, mind.settings_of(me).temperature, rating.seed, mind.settings.choices), rating.call_id
     return min(n, max(1, round(rating.value))) - 1, rating.call_id
 
 

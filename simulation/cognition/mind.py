@@ -44,6 +44,7 @@ class MindSettings:
     max_conversation_turns: int
     reflection_threshold: float
     context_tokens: int
+    """The context window of the ``llm:`` block's model (a person in a model group: ``Mind.settings_of``)."""
     min_conversation_turns: int = 4
     """Goodbye is offered from this line on."""
     reactions_per_hour: int = 3
@@ -52,7 +53,8 @@ class MindSettings:
     """How a scored choice is made: drawn from the options' probabilities ("sample"), or the most
     probable ("argmax")."""
     temperature: float = 0.7
-    """The temperature a scored choice is drawn at (the scenario's ``llm.temperature``)."""
+    """The temperature a scored choice is drawn at (the scenario's ``llm.temperature``; a person in a
+    model group: the group's, ``Mind.settings_of``)."""
     calibrate: bool = True
     """Whether a scored choice's probabilities are divided by a content-free question's
     (``cognition.calibrate``)."""
@@ -161,14 +163,19 @@ class Mind(Protocol):
                          values: Sequence[float], *, default: float, purpose: str) -> Rating:
         """A rating as the expected value over the options' probabilities (``simulation.llm.scoring``)."""
         ...
-    async def baseline(self, messages: list[dict[str, str]], options: Sequence[str]) -> list[float] | None:
-        """The options' probabilities for a content-free question (``cognition.calibrate``), asked
-        once a run per question and kept; None when calibration is off or the model cannot be read
-        (the scripted control has no habit to divide out)."""
+    async def baseline(self, me: AgentState, messages: list[dict[str, str]],
+                       options: Sequence[str]) -> list[float] | None:
+        """The options' probabilities for a content-free question (``cognition.calibrate``) as
+        ``me``'s model answers it, asked once a run per question and model and kept; None when
+        calibration is off or the model cannot be read (the scripted control has no habit to divide out)."""
         ...
-    def count_tokens(self, messages: list[dict[str, str]]) -> int:
-        """The prompt tokens the LLM backend will see for ``messages`` (``LLMClient.count_tokens``):
-        a question fits when this plus its ``max_tokens`` is at most ``settings.context_tokens``."""
+    def count_tokens(self, me: AgentState, messages: list[dict[str, str]]) -> int:
+        """The prompt tokens ``me``'s LLM backend will see for ``messages`` (``LLMClient.count_tokens``):
+        a question fits when this plus its ``max_tokens`` is at most ``settings_of(me).context_tokens``."""
+        ...
+    def settings_of(self, me: AgentState) -> MindSettings:
+        """``settings`` as they hold for ``me``: the context window and temperature of the model that
+        answers them (their model group's, ``llm.groups``; the ``llm:`` block's for everyone else)."""
         ...
 
     # memory

@@ -50,9 +50,9 @@ def room(max_tokens: int) -> int:
     return 2 * max_tokens + RETRY_TOKENS
 
 
-def fits(mind: Mind, messages: Chat, max_tokens: int) -> bool:
-    """Whether asking ``messages`` (and retrying once) stays within the context window."""
-    return mind.count_tokens(messages) + room(max_tokens) <= mind.settings.context_tokens
+def fits(mind: Mind, me: AgentState, messages: Chat, max_tokens: int) -> bool:
+    """Whether ``me`` asking ``messages`` (and retrying once) stays within their model's context window."""
+    return mind.count_tokens(me, messages) + room(max_tokens) <= mind.settings_of(me).context_tokens
 
 
 def most_that_fit(n: int, fit: Callable[[int], bool], least: int = 0) -> int:
@@ -97,7 +97,7 @@ def recent_for_questions(me: AgentState, mind: Mind, nodes: list[MemoryNode]) ->
             rendered[k] = questions_messages(me, [n.text for n in recent[len(recent) - k:]])
         return rendered[k]
 
-    k = most_that_fit(len(recent), lambda k: fits(mind, prompt(k), QUESTIONS_TOKENS), least=1)
+    k = most_that_fit(len(recent), lambda k: fits(mind, me, prompt(k), QUESTIONS_TOKENS), least=1)
     if k < 1:
         return [], prompt(0)
     return recent[len(recent) - k:], prompt(k)
@@ -106,8 +106,8 @@ def recent_for_questions(me: AgentState, mind: Mind, nodes: list[MemoryNode]) ->
 def _skipped(me: AgentState, mind: Mind, question: str, messages: Chat, max_tokens: int) -> None:
     """Record that a question was not asked: even with one memory (statement) its prompt, answer
     and retry would not fit the context window."""
-    tokens = mind.count_tokens(messages)
-    window = mind.settings.context_tokens
+    tokens = mind.count_tokens(me, messages)
+    window = mind.settings_of(me).context_tokens
     mind.record(me, EventKind.REFLECTION_SKIPPED,
                 f"{me.persona.name} does not reflect: the {question} prompt takes {tokens} tokens with a "
                 f"single {'memory' if question == Purpose.QUESTIONS else 'statement'}, and its answer and "
@@ -131,7 +131,7 @@ async def _insights(me: AgentState, mind: Mind, question: str,
     """Insights from the retrieved ``nodes`` (best first): as many of the best as fit the window."""
     if not nodes:
         return []
-    k = most_that_fit(len(nodes), lambda k: fits(mind, insights_messages(me, mind, question, nodes[:k]),
+    k = most_that_fit(len(nodes), lambda k: fits(mind, me, insights_messages(me, mind, question, nodes[:k]),
                                                  INSIGHTS_TOKENS), least=1)
     if k < 1:
         _skipped(me, mind, Purpose.INSIGHTS, insights_messages(me, mind, question, nodes[:1]), INSIGHTS_TOKENS)

@@ -75,7 +75,7 @@ def pydantic_problems(doc: YamlDocument, exc: ValidationError, prefix: FieldPath
         if loc in seen:
             continue
         seen.add(loc)
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         key = bool(loc) and loc[-1] == "[key]"  # a mapping key failed (relationships are keyed by persona id)
         if key:
             loc = loc[:-1]
@@ -92,8 +92,6 @@ def pydantic_problems(doc: YamlDocument, exc: ValidationError, prefix: FieldPath
             msg = "required field is missing"
         elif tag_error:
             msg = f"unknown {loc[-1]} {shown(str(ctx.get('tag')))}; expected {_or(str(ctx.get('expected_tags')))}"
-        elif msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
         problems.append(doc.problem(loc, msg))
     return problems
 

@@ -5,18 +5,26 @@ Agent cognition is ordinary sequential ``async`` code. Each ``ask`` parks its re
 request parked goes to the backend as one batch. Answers are validated against the caller's pydantic model; a failure is retried
 once, with a new seed and the rejected answer plus the reason appended to the prompt,
 then the caller's safe default is used and logged, never raised.
+
+A run whose people ask different models (model groups, ``llm.groups``) has one client with a
+``Route`` per group: who asks picks the route (its backend, temperature and token cap), the
+request carries the group's name, and the batch is split by group when it is sent, each part
+one batch to its own backend, one after another (a part computed in this process must not
+wait on another's worker thread under its own deadline). The answers come back together, in
+the batch's order, so who resumes first never depends on which backend answered first.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError, create_model
 
+from simulation.errors import RunError
 from simulation.llm.backend import Backend, agenerate
 from simulation.llm.deadline import CALL_TIMEOUT_S, bounded
 from simulation.llm.batching import Batcher
@@ -76,6 +84,27 @@ class Rating:
     ``probabilities`` is drawn with, so the draw is the same whenever the run is replayed."""
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where the questions of some people go: a backend and how it is asked (a model group's, or
+    the ``llm:`` block's own for everyone else)."""
+
+    backend: Backend
+    temperature: float = 0.7
+    max_tokens: int = 96
+    call_timeout_s: float | None = CALL_TIMEOUT_S
+    """As ``LLMClient``'s: None or 0, no deadline."""
+    group: str | None = None
+    """The model group's name; None for the ``llm:`` block's own backend."""
+
+    @property
+    def reads_probabilities(self) -> bool:
+        """Whether the backend's option probabilities come from a model (not the scripted control,
+        whose "probabilities" are its rule: all on the first option; a backend says so with a
+        ``scripted = True`` class attribute)."""
+        return not getattr(self.backend, "scripted", False)
+
+
 @lru_cache(maxsize=64)
 def _choice_model(options: tuple[str, ...]) -> type[BaseModel]:
     """``{"answer": one of the options}``: the sampled fallback of a rating."""
@@ -113,10 +142,14 @@ class LLMClient:
         on_call: Callable[[CallRecord], int | None] | None = None,
         on_progress: Callable[[RawCompletion], None] | None = None,
         call_timeout_s: float | None = CALL_TIMEOUT_S,
+        groups: Mapping[str, Route] | None = None,
+        group_of: Mapping[str, str] | None = None,
     ):
         """``call_timeout_s``: seconds a batch may go without an answer before it is abandoned
         with ``CallTimeout`` (``simulation.llm.deadline``); None or 0: no deadline, and an
-        in-process backend computes on the loop's own thread."""
+        in-process backend computes on the loop's own thread. ``backend``, ``temperature``,
+        ``max_tokens`` and ``call_timeout_s`` make the route of everyone who is in no model group;
+        ``groups``: each model group's route, by name; ``group_of``: person -> model group."""
         self.backend = backend
         self.call_timeout_s = call_timeout_s or None
         self.run_seed = run_seed
@@ -125,8 +158,23 @@ class LLMClient:
         self.on_call = on_call
         self.on_progress = on_progress
         self.stats = ClientStats()
+        self._routes: dict[str | None, Route] = {
+            None: Route(backend, temperature, max_tokens, self.call_timeout_s),
+            **{name: replace(route, group=name, call_timeout_s=route.call_timeout_s or None)
+               for name, route in (groups or {}).items()},
+        }
+        self._group_of = dict(group_of or {})
+        unknown = sorted(set(self._group_of.values()) - set(self._routes))
+        if unknown:
+            raise RunError(f"no backend for model group(s) {', '.join(map(repr, unknown))}")
+        names = " + ".join(dict.fromkeys(r.backend.name for r in self._routes.values()))
         self._batcher: Batcher[LLMRequest, RawCompletion] = Batcher(
-            f"backend {backend.name}", self._send, priority=PRIORITY)
+            f"backend {names}", self._send, priority=PRIORITY)
+
+    def route(self, agent_id: str | None = None, group: str | None = None) -> Route:
+        """Where ``agent_id``'s questions go (their model group's route; the default one for people
+        in no group and for questions nobody asks), or model group ``group``'s when it is given."""
+        return self._routes[group if group is not None else self._group_of.get(agent_id or "")]
 
     async def ask(
         self,
@@ -140,27 +188,31 @@ class LLMClient:
         max_tokens: int | None = None,
         check: Callable[[T], str | None] | None = None,
         script: str | None = None,
+        group: str | None = None,
     ) -> Answer[T]:
         """One structured question. Never raises for a bad answer: returns ``default`` instead.
 
         ``check`` judges a well-formed answer the schema cannot (e.g. an utterance that only
         echoes the last line) and may repair it in place; a reason it returns counts as a
         parse failure and is retried. ``script`` is the engine's own answer, for the no-LLM
-        control only (``LLMRequest.script``)."""
+        control only (``LLMRequest.script``). It goes to ``agent_id``'s model group, or to
+        ``group``'s when given (``route``)."""
         schema = _schema(model)
+        route = self.route(agent_id, group)
         text, prompt = "", messages
         for attempt in range(MAX_ATTEMPTS):
             rejected: T | None = None
             request = LLMRequest(
                 messages=prompt,
                 json_schema=schema,
-                max_tokens=min(max_tokens or self.max_tokens, self.max_tokens),
-                temperature=self.temperature,
+                max_tokens=min(max_tokens or route.max_tokens, route.max_tokens),
+                temperature=route.temperature,
                 seed=derive_seed(self.run_seed, agent_id, tick, purpose, attempt),
                 purpose=purpose,
                 agent_id=agent_id,
                 tick=tick,
                 script=script,
+                group=route.group,
             )
             completion = await self._batcher.submit(request, who=agent_id, purpose=purpose)
             text = completion.text
@@ -185,15 +237,17 @@ class LLMClient:
         return Answer(default, False, call_id, rejected)
 
     async def rate(self, messages: list[dict[str, str]], options: Sequence[str], values: Sequence[float], *,
-                   default: float, purpose: str, agent_id: str | None, tick: int | None) -> Rating:
+                   default: float, purpose: str, agent_id: str | None, tick: int | None,
+                   group: str | None = None) -> Rating:
         """The expected value over ``options`` (answer texts, e.g. "1".."10"), weighted by the
         model's probability of each as its whole answer; ``values`` are what the options mean.
         Where the backend cannot score, one option is sampled under a schema (counted in
-        ``stats.sampled_ratings``), and ``default`` is used if even that fails."""
+        ``stats.sampled_ratings``), and ``default`` is used if even that fails. Routed as ``ask``."""
         self.stats.ratings += 1
+        route = self.route(agent_id, group)
         request = LLMRequest(messages=messages, options=list(options), max_tokens=1, temperature=0.0,
                              seed=derive_seed(self.run_seed, agent_id, tick, purpose, 0), purpose=purpose,
-                             agent_id=agent_id, tick=tick)
+                             agent_id=agent_id, tick=tick, group=route.group)
         completion = await self._batcher.submit(request, who=agent_id, purpose=purpose)
         error = completion.error
         scored = None
@@ -210,7 +264,7 @@ class LLMClient:
         model = _choice_model(tuple(options))
         nearest = min(range(len(values)), key=lambda i: abs(values[i] - default))
         answer = await self.ask(messages, model, default=model(answer=options[nearest]), purpose=purpose,
-                                agent_id=agent_id, tick=tick, max_tokens=16)
+                                agent_id=agent_id, tick=tick, max_tokens=16, group=route.group)
         if not answer.ok:
             return Rating(default, [], False, True, answer.call_id, request.seed)
         picked = list(options).index(answer.value.answer)  # type: ignore[attr-defined]
@@ -219,19 +273,17 @@ class LLMClient:
 
     @property
     def reads_probabilities(self) -> bool:
-        """Whether the backend's option probabilities come from a model (not the scripted control,
-        whose "probabilities" are its rule: all on the first option; a backend says so with a
-        ``scripted = True`` class attribute)."""
-        return not getattr(self.backend, "scripted", False)
+        """``Route.reads_probabilities`` of the default route (a person's: ``route(agent_id)``)."""
+        return self._routes[None].reads_probabilities
 
-    def count_tokens(self, messages: list[dict[str, str]]) -> int:
-        """The prompt tokens the backend will see for ``messages`` (its chat template applied):
-        exact where the backend has a tokenizer (llama.cpp, vLLM), an over-counting estimate
-        otherwise (``simulation.llm.backend.estimate_tokens``). A request fits when this plus its
-        ``max_tokens`` is at most the context window."""
+    def count_tokens(self, messages: list[dict[str, str]], agent_id: str | None = None) -> int:
+        """The prompt tokens ``agent_id``'s backend (``route``) will see for ``messages`` (its chat
+        template applied): exact where the backend has a tokenizer (llama.cpp, vLLM), an
+        over-counting estimate otherwise (``simulation.llm.backend.estimate_tokens``). A request
+        fits when this plus its ``max_tokens`` is at most the context window."""
         from simulation.llm.backend import count_tokens
 
-        return count_tokens(self.backend, messages)
+        return count_tokens(self.route(agent_id).backend, messages)
 
     def _record(self, request: LLMRequest, completion: RawCompletion, attempt: int, ok: bool,
                 error: str | None, fallback: bool) -> int | None:
@@ -243,20 +295,39 @@ class LLMClient:
         s.parse_failures += not ok
         s.cache_hits += completion.cache_hit
         if self.on_call:
+            answered_by = self._routes[request.group].backend
             return self.on_call(
                 CallRecord(
-                    request=request, completion=completion, backend=self.backend.name,
-                    model=self.backend.model_id, attempt=attempt, parse_ok=ok,
+                    request=request, completion=completion, backend=answered_by.name,
+                    model=answered_by.model_id, attempt=attempt, parse_ok=ok,
                     parse_error=error, fallback=fallback, cache_hit=completion.cache_hit,
                 )
             )
         return None
 
     async def _send(self, requests: list[LLMRequest]) -> list[RawCompletion]:
-        """One batch to the backend: awaited where the backend talks to servers (its requests are in
-        flight together), computed in this process otherwise; under the client's deadline."""
+        """The batch's requests of each model group as one batch to its backend, group after group in
+        the order they first appear (see the module's docstring); the answers in the batch's order."""
+        parts: dict[str | None, list[int]] = {}
+        for i, request in enumerate(requests):
+            parts.setdefault(request.group, []).append(i)
+        if len(parts) == 1:
+            return await self._send_to(self._routes[requests[0].group], requests)
+        answers: list[RawCompletion | None] = [None] * len(requests)
+        for group, indices in parts.items():
+            part = await self._send_to(self._routes[group], [requests[i] for i in indices])
+            if len(part) != len(indices):
+                raise RunError(f"backend {self._routes[group].backend.name} returned {len(part)} answers "
+                               f"for {len(indices)} requests")
+            for i, answer in zip(indices, part):
+                answers[i] = answer
+        return answers  # type: ignore[return-value]
+
+    async def _send_to(self, route: Route, requests: list[LLMRequest]) -> list[RawCompletion]:
+        """One batch to one backend: awaited where the backend talks to servers (its requests are in
+        flight together), computed in this process otherwise; under the route's deadline."""
         self.stats.batches += 1
         on_done = (lambda _i, c: self.on_progress(c)) if self.on_progress else None  # type: ignore[misc]
-        if self.call_timeout_s is None:
-            return await agenerate(self.backend, requests, on_done)
-        return await bounded(self.backend, requests, on_done, self.call_timeout_s)
+        if route.call_timeout_s is None:
+            return await agenerate(route.backend, requests, on_done)
+        return await bounded(route.backend, requests, on_done, route.call_timeout_s)

@@ -24,7 +24,11 @@ __all__ = ["BackendChoice", "build_backend"]
 
 @dataclass
 class BackendChoice:
-    """Command-line overrides of a scenario's ``llm:`` block (None / empty = keep the scenario's)."""
+    """Command-line overrides of a scenario's ``llm:`` block (None / empty = keep the scenario's).
+
+    ``backend``, ``model`` and ``base_urls`` change the block's own backend, the one that answers
+    everyone in no model group (``llm.groups``); a group keeps its own, unless ``everyone``. The
+    replay cache (``cache``, ``cache_path``) is the run's: it changes for every group too."""
 
     backend: str | None = None
     model: str | None = None
@@ -32,6 +36,8 @@ class BackendChoice:
     cache: str | None = None
     cache_path: str | None = None
     option_prefix: str = "--"
+    everyone: bool = False
+    """Every model group gets the block's backend as chosen here (the no-LLM control: nobody asks a model)."""
     """How the options are spelled in messages: ``--`` for the agents' LLM, ``--judge-`` for a judge's."""
 
     def option(self, setting: str) -> str:
@@ -57,6 +63,8 @@ class BackendChoice:
                                                     ("cache_path", self.cache_path)) if v is not None}
         if self.base_urls:
             update["base_urls"] = list(self.base_urls)
+        cache = {k: v for k, v in (("cache", self.cache), ("cache_path", self.cache_path)) if v is not None}
+        data["groups"] = {group: {**values, **cache} for group, values in data.get("groups", {}).items()}
         try:
             chosen = entry.settings.model_validate({**data, **update, "backend": name})
         except ValidationError as exc:
@@ -64,6 +72,9 @@ class BackendChoice:
         why = chosen.model_problem(Path.cwd()) if self.model is not None else None
         if why is not None:
             raise InputError(Problem(self.option("model"), why))
+        if self.everyone and chosen.groups:
+            alike = chosen.model_copy(update={"groups": {}})
+            chosen = chosen.model_copy(update={"groups": {group: alike for group in chosen.groups}})
         return chosen
 
     def _problem(self, error: Any, backend: str) -> Problem:

@@ -2,7 +2,9 @@
 
 A scenario's ``llm:`` block, the ``--backend`` options and ``factory.build_backend`` all read
 this one table, so a new backend is one entry here (with its settings model and a class that
-has ``from_settings``), and an unknown name is the same clear error everywhere. Backend
+has ``from_settings``; its settings model joins ``settings.GroupSettings`` too, which a model
+group's block is validated as, and a test keeps the two agreeing), and an unknown name is the
+same clear error everywhere. Backend
 classes are named, not imported: loading one pulls in httpx, llama.cpp or vLLM, which
 validating a scenario or printing ``--help`` must not pay for.
 """

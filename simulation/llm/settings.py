@@ -4,20 +4,28 @@ The block stays flat in YAML (``llm: {backend: openai, base_urls: [...], tempera
 ``backend`` picks the model that validates it (see ``simulation.llm.registry``), so a setting
 that belongs to another backend is an error that names it instead of a value silently unused.
 These models import nothing heavy: validating a scenario must not load httpx or llama.cpp.
+
+``groups`` names more blocks like it, the model groups (``llm.groups.NAME``): a person or a
+population that says ``llm: NAME`` asks that group's backend instead (docs/llm.md, "A model per
+person"). A group says what differs from the block around it and takes the rest from it (with
+another backend, only the settings every backend shares, and not its model); a group has no
+groups of its own.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
+from simulation.formats.fields import Identifier
 from simulation.formats.paths import resolve_path
 from simulation.formats.strict import StrictModel
 from simulation.formats.yamlfile import missing_file
 
-__all__ = ["CALL_TIMEOUT_S", "ControlSettings", "LLMSettings", "LlamaCppSettings", "OpenAISettings", "VLLMSettings"]
+__all__ = ["CALL_TIMEOUT_S", "DEFAULT_GROUP", "ControlSettings", "GroupSettings", "LLMSettings", "LlamaCppSettings",
+           "OpenAISettings", "VLLMSettings"]
 
 
 CALL_TIMEOUT_S = 600.0
@@ -25,6 +33,26 @@ CALL_TIMEOUT_S = 600.0
 Generous: the slowest honest case is a long batch on two cores, whose first answer comes only
 after every prompt of the batch has been read (eight 1,500-token prompts at 30 tokens/s: under
 7 minutes)."""
+
+
+DEFAULT_GROUP = "default"
+"""What the behaviour report calls the people who name no model group (they ask the ``llm:``
+block's own backend); so no group may have this name."""
+
+
+def _group_name(name: str) -> str:
+    if name == DEFAULT_GROUP:
+        raise ValueError(f"{DEFAULT_GROUP!r} names the people without a group (in reports); give the group another name")
+    return name
+
+
+GroupName = Annotated[Identifier, AfterValidator(_group_name)]
+
+
+def _no_groups_within(group: LLMSettings) -> LLMSettings:
+    if group.groups:
+        raise ValueError("a model group has no groups of its own: list every group under llm.groups")
+    return group
 
 
 def _backend_required(schema: dict[str, Any]) -> None:
@@ -51,6 +79,35 @@ class LLMSettings(StrictModel):
         "use", description="replay cache: use (read and write), refresh (write only), off"
     )
     cache_path: str | None = Field(None, description="replay-cache SQLite file (default ~/.cache/agora/llm.sqlite)")
+    groups: dict[GroupName, GroupSettings] = Field(
+        default_factory=dict, max_length=64,
+        description="model groups: NAME -> an llm block of its own (what differs from this one; the rest is taken "
+        "from here). A person or population with 'llm: NAME' asks that group's backend (docs/llm.md)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _groups_inherit(cls, data: Any) -> Any:
+        """Each group completed from the block around it: a group says only what differs."""
+        if not isinstance(data, dict) or not isinstance(data.get("groups"), dict):
+            return data
+        backend = data.get("backend", cls.model_fields["backend"].default)
+        shared = {k: v for k, v in data.items() if k != "groups"}
+        groups: dict[Any, Any] = {}
+        for name, group in data["groups"].items():
+            if isinstance(group, LLMSettings):
+                group = group.model_dump(exclude_unset=True)
+            if not isinstance(group, dict):
+                groups[name] = group  # not a mapping: validation says so, at the group
+                continue
+            own = group.get("backend", backend)
+            base = (shared if own == backend else
+                    {k: v for k, v in shared.items() if k in LLMSettings.model_fields and k not in ("model", "backend")})
+            groups[name] = {**base, **group, "backend": own}
+        return {**data, "groups": groups}
+
+    def group(self, name: str | None) -> LLMSettings:
+        """The settings of model group ``name`` (None: this block's own)."""
+        return self if name is None else self.groups[name]
 
     def model_problem(self, base_dir: Path) -> str | None:
         """What is wrong with ``model`` before anything is loaded (relative paths from ``base_dir``), or None.
@@ -122,3 +179,15 @@ class ControlSettings(LLMSettings):
 
     backend: Literal["control"] = Field("control", description="control: no LLM; every answer is the prompt's "
                                         "example or the first option (a baseline for the behaviour benchmark)")
+
+
+GroupSettings = Annotated[
+    Union[LlamaCppSettings, VLLMSettings, OpenAISettings, ControlSettings],
+    Field(discriminator="backend"),
+    AfterValidator(_no_groups_within),
+]
+"""A model group's block (``llm.groups.NAME``): one backend's settings, as the ``llm:`` block's own.
+The backends are ``registry.BACKENDS``'s (tests/test_llm_groups.py checks the two agree)."""
+
+for _model in (LLMSettings, LlamaCppSettings, VLLMSettings, OpenAISettings, ControlSettings):
+    _model.model_rebuild()

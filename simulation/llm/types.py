@@ -39,12 +39,16 @@ class LLMRequest(BaseModel):
     """What the engine's script would answer (a line made from the move's template): read only by
     the no-LLM control (``simulation.llm.control``), never shown to a model, so no prompt holds a
     line a model could copy."""
+    group: str | None = None
+    """The model group (``llm.groups``) whose backend answers it; None: the ``llm:`` block's own.
+    Bookkeeping, like the purpose: the backend's model id is what keys the replay cache."""
 
     def key(self, model_id: str) -> str:
         """Content address of this request for a given model (the replay-cache key).
 
-        Purpose, agent and tick are bookkeeping, not inputs: two identical prompts share
-        an answer whoever asks."""
+        Purpose, agent, tick and group are bookkeeping, not inputs: two identical prompts to one
+        model share an answer whoever asks (two groups on one model too; the model id parts them
+        otherwise)."""
         payload = {
             "model": model_id,
             "messages": self.messages,

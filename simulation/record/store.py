@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -38,8 +38,16 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     ),
     "agents": (
         {"run_id": str, "agent_id": str, "name": str, "age": int, "occupation": str, "home": str,
-         "start_place": str, "source": str, "persona": str, "crowd": int},
+         "start_place": str, "source": str, "persona": str, "crowd": int,
+         # the model group whose backend answered the person (schema 12; null: the llm block's own)
+         "llm_group": str},
         ("run_id", "agent_id"),
+    ),
+    "llm_groups": (
+        # each model group someone named (schema 12): the backend and model id that answered it, and
+        # the group's settings (JSON); the llm block's own are the runs row's backend and model
+        {"run_id": str, "llm_group": str, "backend": str, "model": str, "settings": str},
+        ("run_id", "llm_group"),
     ),
     "places": (
         {"run_id": str, "place_id": str, "name": str, "kind": str, "description": str,

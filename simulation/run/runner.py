@@ -11,7 +11,7 @@ import os
 import re
 import secrets
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,8 +21,10 @@ from simulation.cognition import Phase
 from simulation.errors import RunError
 from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
+from simulation.llm.groups import RunBackends, build_run_backends
 from simulation.llm.types import RawCompletion
 from simulation.record.store import SCHEMA_VERSION, RunStore, dumps, now_iso
+from simulation.rundb.groups import recorded_models
 from simulation.run.settings import RunSettings
 from simulation.scenario import LoadedScenario
 from simulation.tick.model import TownModel
@@ -53,7 +55,7 @@ class Run:
 
 def create_run(
     settings: RunSettings,
-    backend: Backend,
+    backends: RunBackends,
     on_llm: Callable[[RawCompletion], None] | None = None,
     phases: Sequence[Phase] | None = None,
 ) -> Run:
@@ -63,6 +65,7 @@ def create_run(
     run_id = new_run_id(sc.name)
     run_dir = settings.out / run_id
     store = RunStore.create(run_dir, run_id)
+    backend = backends.default
     store.start({
         "scenario": sc.name, "scenario_path": loaded.path, "scenario_yaml": loaded.source_text,
         "description": sc.description, "seed": settings.seed, "backend": backend.name, "model": backend.model_id,
@@ -73,13 +76,16 @@ def create_run(
         "scenario_sha256": text_sha256(loaded.source_text),
     }, loaded.model_dump_json())  # what resume needs: the scenario as run, with the LLM settings chosen
     lock = RunLock.take(run_dir)
-    model = TownModel(settings, backend, store, on_llm=on_llm, phases=phases)
+    model = TownModel(settings, backends, store, on_llm=on_llm, phases=phases)
     static = store.buffer()
     for rp in loaded.people:
         p = rp.persona
         static.add("agents", {"agent_id": p.id, "name": p.name, "age": p.age, "occupation": p.occupation,
                               "home": rp.home, "start_place": rp.start_place, "source": rp.source, "crowd": int(rp.crowd),
-                              "persona": dumps(p.model_dump(mode="json"))})
+                              "persona": dumps(p.model_dump(mode="json")), "llm_group": rp.llm_group})
+    for group, (backend_name, model_id) in sorted(backends.models().items()):
+        static.add("llm_groups", {"llm_group": group, "backend": backend_name, "model": model_id,
+                                  "settings": dumps(settings.llm.group(group).model_dump(mode="json", exclude={"groups"}))})
     layout = model.town.layout()
     for place in sc.town.places:
         x, y = layout[place.id]
@@ -139,12 +145,14 @@ def resume_run(
     on_llm: Callable[[RawCompletion], None] | None = None,
     backend: Backend | None = None,
     phases: Sequence[Phase] | None = None,
-) -> tuple[Run, Backend]:
+    groups: Mapping[str, Backend] | None = None,
+) -> tuple[Run, RunBackends]:
     """Reopen a run directory and rebuild its model at the end of its last committed tick.
 
     ``ticks`` is how many more ticks to run (default: up to the planned number); the LLM
-    overrides ``llm`` apply on top of the settings the run was started with. ``backend`` is for
-    tests; normally it is built from those settings."""
+    overrides ``llm`` apply on top of the settings the run was started with. ``backend`` (the
+    ``llm:`` block's own) and ``groups`` (model groups') are backends you built; the others are
+    built from those settings, each with the model id the run recorded for it."""
     choice = llm or BackendChoice()
     store = RunStore.open(run_dir)
     try:
@@ -157,29 +165,29 @@ def resume_run(
     more = ticks if ticks is not None else max(0, planned - done)
     settings = RunSettings.resumed(LoadedScenario.model_validate_json(saved["scenario"]), seed=run_row["seed"],
                                    ticks=max(planned, done + more), llm=choice)
-    if backend is None:
-        from simulation.llm.factory import build_backend
-
-        try:
-            same = run_row["backend"] == settings.llm.backend and choice.model is None
-            recorded = run_row["model"] if same else None
-            backend = build_backend(settings.llm, settings.base_dir, recorded_model=recorded)
-        except BaseException:
-            lock.release()
-            store.close()
-            raise
+    try:
+        recorded = recorded_models(store.db, store.run_id)
+        if choice.model is not None:  # --model replaces the llm block's own model: not the one recorded
+            recorded.pop(None, None)
+        backends = build_run_backends(settings.llm, settings.base_dir, settings.loaded.llm_groups().values(),
+                                      default=backend, groups=groups, recorded=recorded)
+    except BaseException:
+        lock.release()
+        store.close()
+        raise
     store.resumed(status="running", message=None, finished_at=None, ticks_planned=settings.ticks)
     try:
-        model = TownModel(settings, backend, store, on_llm=on_llm, resume_state=saved["state"] if done else None,
+        model = TownModel(settings, backends, store, on_llm=on_llm, resume_state=saved["state"] if done else None,
                           phases=phases)
     except BaseException:
         lock.release()
+        backends.close()
         raise
     # A run that died before its first tick has no state: it starts afresh (the start events and
     # seed memories are written with tick 0).
     run = Run(store.run_id, Path(run_dir), store, model, more, lock=lock,
               probes_due=not (probes_asked and more == 0), first_tick=model.tick)
-    return run, backend
+    return run, backends
 
 
 def _resume_rows(store: RunStore, run_dir: Path, ticks: int | None) -> tuple[dict, dict, bool]:

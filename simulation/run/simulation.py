@@ -17,7 +17,7 @@ this class plus a progress bar.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from simulation.errors import RunError
 from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
+from simulation.llm.groups import RunBackends, build_run_backends
 from simulation.llm.types import RawCompletion
 from simulation.run.runner import Run, create_run, finish, resume_run
 from simulation.run.settings import RunSettings
@@ -47,10 +48,10 @@ OnTick = Callable[["Simulation"], None]
 class Simulation:
     """A run of a scenario, created by ``from_yaml`` / ``from_scenario`` or reopened by ``resume``."""
 
-    def __init__(self, run: Run, backend: Backend, *, owns_backend: bool):
+    def __init__(self, run: Run, backends: RunBackends):
+        """``backends``: the run's backends (``simulation.llm.groups``); those it built, it closes."""
         self._run = run
-        self._backend = backend
-        self._owns_backend = owns_backend
+        self._backends = backends
         self._closed = False
         self.status = "running"
         """running, then finished / interrupted / failed once closed (as recorded in run.db)."""
@@ -61,78 +62,88 @@ class Simulation:
     def from_yaml(cls, path: str | Path, *, seed: int | None = None, backend: str | Backend | None = None,
                   out: str | Path = "runs", ticks: int | None = None, llm: BackendChoice | None = None,
                   phases: Sequence[Phase] | None = None,
-                  on_llm: Callable[[RawCompletion], None] | None = None) -> Simulation:
+                  on_llm: Callable[[RawCompletion], None] | None = None,
+                  groups: Mapping[str, Backend] | None = None) -> Simulation:
         """A new run of the scenario file ``path`` in a new directory under ``out``.
 
         ``backend`` is a backend's registry name (``llamacpp``, ``vllm``, ``openai``; the
         scenario's ``llm:`` block otherwise) or a backend object you built; ``llm`` overrides
-        more of the scenario's LLM settings, as the command line does. ``ticks`` is how many the
-        run is planned for (default: the scenario's whole duration), ``phases`` replaces the
-        cognition phases, ``on_llm`` sees every completed LLM call (progress bars)."""
+        more of the scenario's LLM settings, as the command line does. Both are the ``llm:``
+        block's own, which answers everyone who names no model group; ``groups`` are backend
+        objects for model groups (``llm.groups``) by name, and a group someone names that is not
+        among them is built from its settings (docs/llm.md, "A model per person"). ``ticks`` is
+        how many the run is planned for (default: the scenario's whole duration), ``phases``
+        replaces the cognition phases, ``on_llm`` sees every completed LLM call (progress bars)."""
         return cls.from_scenario(load(path), seed=seed, backend=backend, out=out, ticks=ticks, llm=llm,
-                                 phases=phases, on_llm=on_llm)
+                                 phases=phases, on_llm=on_llm, groups=groups)
 
     @classmethod
     def from_scenario(cls, loaded: LoadedScenario, *, seed: int | None = None, backend: str | Backend | None = None,
                       out: str | Path = "runs", ticks: int | None = None, llm: BackendChoice | None = None,
                       phases: Sequence[Phase] | None = None,
-                      on_llm: Callable[[RawCompletion], None] | None = None) -> Simulation:
+                      on_llm: Callable[[RawCompletion], None] | None = None,
+                      groups: Mapping[str, Backend] | None = None) -> Simulation:
         """As ``from_yaml``, from a scenario already loaded (``simulation.scenario.load``)."""
         choice = llm or BackendChoice()
         if isinstance(backend, str):
             choice = replace(choice, backend=backend)
         settings = RunSettings.resolve(loaded, llm=choice, seed=seed, ticks=ticks, out=out)
         return cls.from_settings(settings, backend=None if isinstance(backend, str) else backend, phases=phases,
-                                 on_llm=on_llm)
+                                 on_llm=on_llm, groups=groups)
 
     @classmethod
     def from_settings(cls, settings: RunSettings, *, backend: Backend | None = None,
                       phases: Sequence[Phase] | None = None,
-                      on_llm: Callable[[RawCompletion], None] | None = None) -> Simulation:
+                      on_llm: Callable[[RawCompletion], None] | None = None,
+                      groups: Mapping[str, Backend] | None = None) -> Simulation:
         """A new run from settings already resolved (``RunSettings.resolve``); ``backend``: one you
-        built (default: the one ``settings.llm`` describes, which the run then owns and closes)."""
+        built for the ``llm:`` block's own, ``groups``: for model groups (default: the ones
+        ``settings.llm`` describes, which the run then owns and closes)."""
         from simulation.cognition.phases import checked, scenario_phases
-        from simulation.llm.factory import build_backend
 
         # before anything is created: a wrong phase name or order leaves no run behind
         phases = (scenario_phases(settings.loaded.scenario.cognition.phases, settings.loaded) if phases is None
                   else checked(phases))
-        owns = backend is None
-        built: Backend = build_backend(settings.llm, settings.base_dir) if backend is None else backend
+        backends = build_run_backends(settings.llm, settings.base_dir, settings.loaded.llm_groups().values(),
+                                      default=backend, groups=groups)
         try:
-            run = create_run(settings, built, on_llm=on_llm, phases=phases)
+            run = create_run(settings, backends, on_llm=on_llm, phases=phases)
         except BaseException:
-            if owns:
-                built.close()
+            backends.close()
             raise
-        return cls(run, built, owns_backend=owns)
+        return cls(run, backends)
 
     @classmethod
     def resume(cls, run_dir: str | Path, *, ticks: int | None = None, llm: BackendChoice | None = None,
                backend: Backend | None = None, phases: Sequence[Phase] | None = None,
-               on_llm: Callable[[RawCompletion], None] | None = None) -> Simulation:
+               on_llm: Callable[[RawCompletion], None] | None = None,
+               groups: Mapping[str, Backend] | None = None) -> Simulation:
         """Reopen a run directory at the end of its last committed tick. ``ticks``: how many more
         (default: up to the planned number); ``llm`` overrides the LLM settings the run was started
-        with (e.g. a server's new address); ``backend`` replaces the backend altogether."""
+        with (e.g. a server's new address); ``backend`` replaces the ``llm:`` block's backend
+        altogether, ``groups`` model groups' (by name)."""
         if phases is not None:
             from simulation.cognition.phases import checked
 
             phases = checked(phases)
-        run, built = resume_run(Path(run_dir), ticks=ticks, llm=llm, on_llm=on_llm, backend=backend, phases=phases)
-        return cls(run, built, owns_backend=backend is None)
+        run, built = resume_run(Path(run_dir), ticks=ticks, llm=llm, on_llm=on_llm, backend=backend, phases=phases,
+                                groups=groups)
+        return cls(run, built)
 
     @classmethod
     def fork(cls, run_dir: str | Path, *, at: int, out: str | Path = "runs", interventions: Sequence[Intervention] = (),
              ticks: int | None = None, llm: BackendChoice | None = None, backend: Backend | None = None,
-             on_tick: OnTick | None = None, on_llm: Callable[[RawCompletion], None] | None = None) -> Simulation:
+             on_tick: OnTick | None = None, on_llm: Callable[[RawCompletion], None] | None = None,
+             groups: Mapping[str, Backend] | None = None) -> Simulation:
         """A new run in ``out`` that is ``run_dir``'s, bit for bit, up to tick ``at`` (replayed from
         the replay cache), then gets ``interventions`` (``simulation.run.fork``). It is returned
         open at tick ``at``; ``run()`` takes it on: ``ticks`` more (default: to the parent's end).
-        ``on_tick`` sees each replayed tick, ``on_llm`` every LLM call."""
+        ``on_tick`` sees each replayed tick, ``on_llm`` every LLM call; ``backend`` and ``groups`` as
+        ``from_yaml``'s."""
         from simulation.run.fork import fork_settings, replay
 
         parent, settings = fork_settings(run_dir, at=at, out=out, interventions=interventions, ticks=ticks, llm=llm)
-        sim = cls.from_settings(settings, backend=backend, on_llm=on_llm)
+        sim = cls.from_settings(settings, backend=backend, on_llm=on_llm, groups=groups)
         replay(sim, parent, at, interventions, on_tick)
         return sim
 
@@ -247,8 +258,7 @@ class Simulation:
             try:
                 self.model.close()
             finally:
-                if self._owns_backend:
-                    self._backend.close()
+                self._backends.close()
 
     def __enter__(self) -> Simulation:
         return self

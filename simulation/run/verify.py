@@ -9,6 +9,10 @@ run asked them, and compares the two run.db files row by row (``simulation.rundb
 
 A request the cache cannot answer means the re-run has left the original: it is reported with
 where its prompt first differs from the original's request of the same agent, purpose and seed.
+
+A run with model groups (``llm.groups``) is re-made with one replay-only backend per model that
+answered, each under the backend name and model id run.db recorded for it (``llm_groups``), so
+each person's questions find the answers their own model gave.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.record.store import TABLES
 from simulation.rundb.connect import connect_ro, db_path, table_names
 from simulation.rundb.diff import SKIPPED_TABLES, first_difference
+from simulation.rundb.groups import recorded_models
 from simulation.run.recorded import deliver_whispers, recorded_run, recorded_whispers
 from simulation.scenario import LoadedScenario
 
@@ -160,13 +165,19 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
             raise InputError(Problem(str(run_dir), "the run has no committed tick to verify"))
         cache = ReplayCache(cache_file)
         base_dir = Path(loaded.path).parent if loaded.path else Path.cwd()
-        counter = counter_for(run["backend"], run["model"], loaded.scenario.llm, base_dir)
-        backend = CachedBackend(ReplayOnly(run["backend"], run["model"], counter), cache, "use")
+        # One replay-only backend per model that answered (the llm block's own, and each model
+        # group's, as run.db recorded them), all in front of the one cache file.
+        replaying = {group: CachedBackend(ReplayOnly(name, model, counter_for(
+            name, model, loaded.scenario.llm.group(group), base_dir)), cache, "use")
+            for group, (name, model) in recorded_models(con).items()
+            if group is None or group in loaded.scenario.llm.groups}
+        backend = replaying.pop(None)
         with tempfile.TemporaryDirectory(prefix="agora-verify-") as scratch:
             where = Path(out) if out is not None else Path(scratch)
             difference: str | None = None
             try:
-                sim = Simulation.from_scenario(loaded, seed=run["seed"], backend=backend, out=where, ticks=ticks)
+                sim = Simulation.from_scenario(loaded, seed=run["seed"], backend=backend, out=where, ticks=ticks,
+                                               groups=replaying)
                 with sim:
                     for tick in range(ticks):
                         deliver_whispers(sim, whispers, tick)
@@ -189,7 +200,7 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
                 difference = None if found is None else f"{found} (re-run vs original)"
             finally:
                 cache.close()
-            return Verification(run_dir, cache_file, ticks, difference is None, difference, backend.hits,
-                                tuple(notes))
+            replayed = backend.hits + sum(b.hits for b in replaying.values())
+            return Verification(run_dir, cache_file, ticks, difference is None, difference, replayed, tuple(notes))
     finally:
         con.close()

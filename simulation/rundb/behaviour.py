@@ -33,6 +33,12 @@ llm
   ``llm.fallback_share`` (of questions, probes included: answers replaced by the safe default) and
   ``llm.fallback_share.<purpose>`` (every probe question under ``probe``), ``llm.sampled_rating_share`` (ratings the backend could not
   score from its probabilities, so one option was sampled)
+model groups (in a run whose people name model groups, ``llm.groups``; per group G, the people who
+name none under ``default``; ``rundb.groups``)
+  ``llm.group.G.calls_per_agent_hour``, ``llm.group.G.parse_failure_share`` and
+  ``llm.group.G.fallback_share`` (as above, over the questions asked for G's people: the
+  content-free calibration questions, asked for nobody, are in no group),
+  ``talk.group.G.lines_per_agent_hour`` (lines G's people said) and ``talk.group.G.example_share``
 facts (per fact id F; ``rundb.facts`` defines each)
   ``facts.F.told`` (the headline: people other than its sources who learnt it from someone),
   ``facts.F.told_own_words`` / ``facts.F.told_example`` (of them, told by a line in the teller's
@@ -80,6 +86,7 @@ from simulation.provenance.rules import FAILED, HONEST, INVENTED, MISSED, MIXED,
 from simulation.rundb.attendance import attendance
 from simulation.rundb.connect import column_names, table_names
 from simulation.rundb.examples import example_utterances
+from simulation.rundb.groups import UNGROUPED, group_of
 from simulation.rundb.facts import first_aware, probe_verdicts, spread
 from simulation.rundb.metrics import density_by_tick, people
 from simulation.rundb.garbled import garbled_lines
@@ -279,6 +286,50 @@ def _llm(con: Any, run_id: str, n: int, hours: float) -> Metrics:
         if rated:
             out["llm.sampled_rating_share"] = _ratio(unscored or 0, rated)
     out.update(_calls_by_kind(con, run_id, hours))
+    out.update(_by_group(con, run_id, hours))
+    return out
+
+
+def _by_group(con: Any, run_id: str, hours: float) -> Metrics:
+    """The LLM's cost and failures, and how much each group's people said and how much of it was the
+    prompt's example, per model group, in runs whose people name model groups (``agents.llm_group``,
+    run.db schema 12); probes out of the cost, in the failures, as in ``_llm``."""
+    groups = group_of(con, run_id)
+    if not groups or not hours:
+        return {}
+    members: Counter[str] = Counter(groups.get(a, UNGROUPED) for a in people(con, run_id))
+    calls: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    asked: Counter[str] = Counter()
+    fell: Counter[str] = Counter()
+    for agent_id, purpose, attempt, parse_ok, fallback in con.execute(
+            "select agent_id, purpose, attempt, parse_ok, fallback from llm_calls where run_id = ? "
+            "and agent_id is not null", [run_id]):
+        group = groups.get(agent_id, UNGROUPED)
+        if _question(purpose) != "probe":
+            calls[group] += 1
+            failures[group] += not parse_ok
+        asked[group] += not attempt
+        fell[group] += bool(fallback)
+    lines: Counter[str] = Counter()
+    for speaker, count in con.execute("select speaker_id, count(*) from utterances where run_id = ? "
+                                      "group by speaker_id", [run_id]):
+        lines[groups.get(speaker, UNGROUPED)] += count
+    copied, _ = example_utterances(con, run_id)
+    written: Counter[str] = Counter()
+    examples: Counter[str] = Counter()
+    for utterance_id, speaker in con.execute(
+            "select u.id, u.speaker_id from utterances u join llm_calls c on c.id = u.llm_call_id "
+            "and c.run_id = u.run_id where u.run_id = ? and c.parse_ok = 1", [run_id]):
+        written[groups.get(speaker, UNGROUPED)] += 1
+        examples[groups.get(speaker, UNGROUPED)] += int(utterance_id) in copied
+    out: Metrics = {}
+    for group in sorted(members):
+        out[f"llm.group.{group}.calls_per_agent_hour"] = _ratio(calls[group], members[group] * hours)
+        out[f"llm.group.{group}.parse_failure_share"] = _ratio(failures[group], calls[group])
+        out[f"llm.group.{group}.fallback_share"] = _ratio(fell[group], asked[group])
+        out[f"talk.group.{group}.lines_per_agent_hour"] = _ratio(lines[group], members[group] * hours)
+        out[f"talk.group.{group}.example_share"] = _ratio(examples[group], written[group])
     return out
 
 

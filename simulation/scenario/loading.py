@@ -77,7 +77,7 @@ def load(path: Path | str, text: str | None = None) -> LoadedScenario:
         people.append(
             ResolvedPersona(persona=persona, home=entry.home, start_place=entry.start_place or entry.home,
                             workplace=entry.workplace, source=source, habits_left_out=left_out,
-                            crowd=entry.crowd)
+                            crowd=entry.crowd, llm_group=entry.llm)
         )
     if problems:
         raise InputError(problems)

@@ -11,6 +11,9 @@ from simulation.formats.persona import Persona
 
 __all__ = ["PersonaEntry", "PopulationEntry"]
 
+LLM_GROUP = ("the model group (a name under llm.groups) whose backend answers this person's questions "
+             "(default: the llm block's own; docs/llm.md)")
+
 
 class PopulationEntry(StrictModel):
     """People sampled from a population spec (``personas/populations/*.yaml``) and placed in the town."""
@@ -30,6 +33,7 @@ class PopulationEntry(StrictModel):
         "home", description="where sampled people are on the first tick (workplace falls back to home)"
     )
     crowd: bool = Field(False, description="background crowd: follows the routine and asks the LLM only when something reaches them (someone talks to them, an event where they are); docs/cognition.md")
+    llm: Identifier | None = Field(None, description=LLM_GROUP)
 
 
 class PersonaEntry(StrictModel):
@@ -41,6 +45,7 @@ class PersonaEntry(StrictModel):
     start_place: Identifier | None = Field(None, description="where they are at the start (default: home)")
     workplace: Identifier | None = Field(None, description="place id where they usually spend the working day")
     crowd: bool = Field(False, description="background crowd: follows the routine and asks the LLM only when something reaches them (someone talks to them, an event where they are); docs/cognition.md")
+    llm: Identifier | None = Field(None, description=LLM_GROUP)
 
     @model_validator(mode="after")
     def _one_source(self) -> PersonaEntry:

@@ -106,6 +106,7 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
     why = sc.llm.model_problem(Path(doc.path).parent)
     if why is not None:
         problems.append(doc.problem(("llm", "model"), why))
+    problems += _model_groups(doc, sc)
     if sc.memory.embedding_model is not None:
         folder = resolve_path(sc.memory.embedding_model, Path(doc.path).parent)
         if missing_file(folder / "modules.json") is not None:
@@ -117,4 +118,26 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
                 if other not in agent_ids:
                     problems.append(doc.problem(("personas", i, "persona", "relationships", other),
                                                 f"unknown persona {other!r}"))
+    return problems
+
+
+def _model_groups(doc: YamlDocument, sc: Scenario) -> list[Problem]:
+    """A person or population naming a model group the ``llm:`` block lacks, and a group's model
+    file that is not there (a model taken from the block around it is checked there, once)."""
+    problems: list[Problem] = []
+    groups = sc.llm.groups
+    known = (f"the scenario's groups: {', '.join(sorted(groups))}" if groups
+             else "the scenario has no llm.groups")
+    named = [(("personas", i, "llm"), entry.llm) for i, entry in enumerate(sc.personas)]
+    if sc.population is not None:
+        named.append((("population", "llm"), sc.population.llm))
+    for where, group in named:
+        if group is not None and group not in groups:
+            problems.append(doc.problem(where, f"unknown model group {group!r}; {known}"))
+    for name, settings in groups.items():
+        if settings.model is None or (settings.backend, settings.model) == (sc.llm.backend, sc.llm.model):
+            continue
+        why = settings.model_problem(Path(doc.path).parent)
+        if why is not None:
+            problems.append(doc.problem(("llm", "groups", name, "model"), why))
     return problems

@@ -22,10 +22,12 @@ class ResolvedPersona(BaseModel):
     workplace: str | None = None
     source: str
     habits_left_out: list[str] = []
-    crowd: bool = False
-    """Background crowd: the routine, and the LLM only when something reaches them (docs/cognition.md)."""
     """Habits of a persona file at places this town lacks (or 'work' without a workplace): not
     part of this run's usual day."""
+    crowd: bool = False
+    """Background crowd: the routine, and the LLM only when something reaches them (docs/cognition.md)."""
+    llm_group: str | None = None
+    """The model group (``llm.groups``) that answers this person's questions; None: the ``llm:`` block's own."""
 
 
 class LoadedScenario(BaseModel):
@@ -53,3 +55,7 @@ class LoadedScenario(BaseModel):
 
     def persona(self, agent_id: str) -> Persona:
         return next(p.persona for p in self.people if p.persona.id == agent_id)
+
+    def llm_groups(self) -> dict[str, str]:
+        """Person -> model group, for the people who name one (``llm:`` on their entry)."""
+        return {p.persona.id: p.llm_group for p in self.people if p.llm_group is not None}

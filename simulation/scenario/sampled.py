@@ -72,5 +72,5 @@ def resolve_population(doc: YamlDocument, sc: Scenario, taken: set[str]) -> list
         start = workplace if entry.start == "workplace" and workplace else home
         resolved.append(ResolvedPersona(persona=s.persona, home=home, start_place=start, workplace=workplace,
                                         source=f"{spec_path} (sampled {i + 1} of {entry.n}, seed {seed})",
-                                        crowd=entry.crowd))
+                                        crowd=entry.crowd, llm_group=entry.llm))
     return resolved

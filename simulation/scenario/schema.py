@@ -61,15 +61,16 @@ class Scenario(StrictModel):
 def explain(loc: FieldPath, error: dict[str, Any]) -> str | None:
     """Messages about the ``llm:`` block that name backends (pydantic's would name models).
 
-    ``loc`` is pydantic's own location: ``("llm", BACKEND, SETTING)`` inside the block."""
+    ``loc`` is pydantic's own location: ``("llm", BACKEND, SETTING)`` inside the block, and
+    ``("llm", BACKEND, "groups", NAME, BACKEND, SETTING)`` inside a model group's."""
     if loc[:1] != ("llm",):
         return None
     if error["type"] == "union_tag_invalid":
         return registry.unknown_backend(error.get("ctx", {}).get("tag"))
-    if error["type"] == "extra_forbidden" and len(loc) == 3:
-        owners = registry.owners_of(str(loc[2]))
+    if error["type"] == "extra_forbidden" and len(loc) >= 3 and loc[-2] in registry.BACKENDS:
+        owners = registry.owners_of(str(loc[-1]))
         if owners:
-            return f"{loc[2]!r} is a setting of the {' or '.join(owners)} backend, not of {loc[1]}"
+            return f"{loc[-1]!r} is a setting of the {' or '.join(owners)} backend, not of {loc[-2]}"
     return None
 
 

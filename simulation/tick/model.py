@@ -24,7 +24,6 @@ from simulation.agents import AgentState, PersonaAgent
 from simulation.cognition import Phase, TickNotes, prompts, scenario_phases
 from simulation.cognition.probe import answer_probe
 from simulation.core import Action, EventKind, Happening, MemoryKind, Moment, PlaceEvent, Provenance, Source, Status
-from simulation.llm.backend import Backend
 from simulation.llm.batching import BatchLoop
 from simulation.llm.client import ClientStats, LLMClient
 from simulation.llm.types import RawCompletion
@@ -45,6 +44,7 @@ from simulation.world.relationships import SocialGraph
 from simulation.world.town_map import TownMap
 
 if TYPE_CHECKING:
+    from simulation.llm.groups import RunBackends
     from simulation.scenario.timeline import ScheduledEvent
     from simulation.run.settings import RunSettings
 
@@ -60,7 +60,7 @@ class TownModel(mesa.Model):
     def __init__(
         self,
         settings: RunSettings,
-        backend: Backend,
+        backends: RunBackends,
         store: RunStore,
         *,
         on_llm: Callable[[RawCompletion], None] | None = None,
@@ -85,9 +85,11 @@ class TownModel(mesa.Model):
         self.buffer = store.buffer()
         self.moment = Moment(0, self.clock.start)
         self.recorder = Recorder(self.buffer, self.moment)
-        self.llm = LLMClient(backend, run_seed=self.seed_value, temperature=settings.llm.temperature,
+        # One client for everyone: each person's questions go to their model group's backend (routes).
+        self.llm = LLMClient(backends.default, run_seed=self.seed_value, temperature=settings.llm.temperature,
                              max_tokens=settings.llm.max_tokens, on_call=self.recorder.llm_call, on_progress=on_llm,
-                             call_timeout_s=settings.llm.call_timeout_s)
+                             call_timeout_s=settings.llm.call_timeout_s, groups=backends.routes(settings.llm),
+                             group_of=settings.loaded.llm_groups())
         folder = sc.memory.embedding_model
         embedder = get_embedder(str(resolve_path(folder, settings.base_dir)) if folder else None)
         self.memory = self._memory(embedder, resume_state is not None)
@@ -109,7 +111,7 @@ class TownModel(mesa.Model):
             settings=settings.cognition(), moment=self.moment, llm=self.llm, memory=self.memory, town=self.town,
             hub=self.hub, social=self.social, agents=self.people, order=[a.state for a in self.order],
             conversations=self.conversations, recorder=self.recorder, place_events=lambda: self.place_events,
-            happenings=self._happenings,
+            happenings=self._happenings, models=settings.llm.groups,
         )
         self.phases: list[Phase] = (list(phases) if phases is not None
                                     else scenario_phases(sc.cognition.phases, self.loaded))

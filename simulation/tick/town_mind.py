@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,6 +28,7 @@ from simulation.world.town_map import TownMap
 
 if TYPE_CHECKING:
     from simulation.agents import PersonaAgent
+    from simulation.llm.settings import LLMSettings
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -36,7 +38,11 @@ class TownMind:
                  town: TownMap, hub: str, social: SocialGraph, agents: dict[str, PersonaAgent],
                  order: list[AgentState], conversations: Conversations, recorder: Recorder,
                  place_events: Callable[[], list[PlaceEvent]],
-                 happenings: Callable[[str], list[Happening]] = lambda _person: []):
+                 happenings: Callable[[str], list[Happening]] = lambda _person: [],
+                 models: Mapping[str, LLMSettings] | None = None):
+        """``models``: each model group's LLM settings (``llm.groups``), whose context window and
+        temperature hold for its people (``settings_of``); whose people they are, the client's
+        routes say (``LLMClient.route``)."""
         self.settings = settings
         self.notes = TickNotes()
         self._moment = moment
@@ -54,6 +60,21 @@ class TownMind:
         self._happenings = happenings
         self._baselines: dict[str, list[float] | None] = {}
         self._asking: dict[str, asyncio.Future[list[float] | None]] = {}
+        self._models = dict(models or {})
+        self._group_settings: dict[str, tuple[MindSettings, MindSettings]] = {}
+
+    def settings_of(self, me: AgentState) -> MindSettings:
+        """``settings`` with the context window and temperature of ``me``'s model group."""
+        group = self._llm.route(me.id).group
+        if group is None:
+            return self.settings
+        made = self._group_settings.get(group)
+        if made is None or made[0] is not self.settings:  # a setting event replaced ``settings``
+            llm = self._models[group]
+            made = (self.settings, replace(self.settings, context_tokens=llm.context_tokens,
+                                           temperature=llm.temperature))
+            self._group_settings[group] = made
+        return made[1]
 
     # time and places
     @property
@@ -122,14 +143,19 @@ class TownMind:
         return await self._llm.rate(messages, options, values, default=default, purpose=purpose, agent_id=me.id,
                                     tick=self._moment.tick)
 
-    async def baseline(self, messages: list[dict[str, str]], options: Sequence[str]) -> list[float] | None:
-        if not self.settings.calibrate or not self._llm.reads_probabilities:
+    async def baseline(self, me: AgentState, messages: list[dict[str, str]],
+                       options: Sequence[str]) -> list[float] | None:
+        route = self._llm.route(me.id)
+        if not self.settings.calibrate or not route.reads_probabilities:
             return None
-        key = json.dumps([messages, list(options)], sort_keys=True)
+        # A model's habit is its own: each model group asks the question of its model. (The
+        # llm block's own keeps the key it always had, so older checkpoints resume unchanged.)
+        question = [messages, list(options)] if route.group is None else [route.group, messages, list(options)]
+        key = json.dumps(question, sort_keys=True)
         if key in self._baselines:
             return self._baselines[key]
         if key not in self._asking:  # one question for everyone who needs it at once
-            self._asking[key] = asyncio.ensure_future(self._ask_baseline(messages, options))
+            self._asking[key] = asyncio.ensure_future(self._ask_baseline(messages, options, route.group))
         value = await self._asking[key]
         self._baselines[key] = value
         self._asking.pop(key, None)
@@ -143,15 +169,16 @@ class TownMind:
         """Take back what ``baselines`` saved: a resumed run asks none of them again."""
         self._baselines.update(saved)
 
-    async def _ask_baseline(self, messages: list[dict[str, str]], options: Sequence[str]) -> list[float] | None:
+    async def _ask_baseline(self, messages: list[dict[str, str]], options: Sequence[str],
+                            group: str | None) -> list[float] | None:
         # No agent and no tick: the question is the same whoever asks it first, so a resumed run
         # asks it again word for word (and the replay cache answers it).
         rating = await self._llm.rate(messages, options, [float(i) for i in range(len(options))], default=0.0,
-                                      purpose=Purpose.CALIBRATE, agent_id=None, tick=None)
+                                      purpose=Purpose.CALIBRATE, agent_id=None, tick=None, group=group)
         return rating.probabilities if rating.ok and not rating.sampled else None
 
-    def count_tokens(self, messages: list[dict[str, str]]) -> int:
-        return self._llm.count_tokens(messages)
+    def count_tokens(self, me: AgentState, messages: list[dict[str, str]]) -> int:
+        return self._llm.count_tokens(messages, me.id)
 
     # memory
     def memories(self, person_id: str) -> MemoryView:
