@@ -27,7 +27,7 @@ from typing import Any
 
 from simulation.rundb.connect import column_names, table_names
 from simulation.rundb.facts import facts, first_aware
-from simulation.rundb.metrics import people
+from simulation.rundb.metrics import crowd, people
 
 __all__ = ["Attendance", "Happening", "attendance", "happenings"]
 
@@ -97,7 +97,7 @@ def attendance(con: Any, run_id: str) -> dict[str, Attendance]:
     if not reached:
         return {}
     who = people(con, run_id)
-    named = set(who) - _crowd(con, run_id)
+    named = set(who) - crowd(con, run_id)
     learned = first_aware(con, run_id)
     out: dict[str, Attendance] = {}
     for fid, h in reached.items():
@@ -113,12 +113,6 @@ def attendance(con: Any, run_id: str) -> dict[str, Attendance]:
         planners, planned = _planned(con, run_id, h, since)
         out[fid] = Attendance(h, attended, invited, aware, planners, planned)
     return out
-
-
-def _crowd(con: Any, run_id: str) -> set[str]:
-    if "crowd" not in column_names(con, "agents"):
-        return set()
-    return {a for a, in con.execute("select agent_id from agents where run_id = ? and crowd", [run_id])}
 
 
 def _planned(con: Any, run_id: str, h: Happening, since: dict[str, str]) -> tuple[list[str], list[str]]:

@@ -49,6 +49,13 @@ def people(con: Any, run_id: str) -> dict[str, str]:
         "select agent_id, name from agents where run_id = ? order by agent_id", [run_id])}
 
 
+def crowd(con: Any, run_id: str) -> set[str]:
+    """Ids of the background crowd (``agents.crowd``, run.db schema 7); empty in older layouts."""
+    if "crowd" not in column_names(con, "agents"):
+        return set()
+    return {a for a, in con.execute("select agent_id from agents where run_id = ? and crowd", [run_id])}
+
+
 def count(con: Any, run_id: str, table: str) -> int:
     """Rows of ``table`` for the run; 0 when the run has no such table (an older layout)."""
     if table not in table_names(con):
