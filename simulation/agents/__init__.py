@@ -2,6 +2,6 @@
 checkpoint stores) and the Mesa agent that moves it between places (``PersonaAgent``)."""
 
 from simulation.agents.persona_agent import PersonaAgent
-from simulation.agents.state import AgentState, is_awake
+from simulation.agents.state import AgentState, Seeking, is_awake
 
-__all__ = ["AgentState", "PersonaAgent", "is_awake"]
+__all__ = ["AgentState", "PersonaAgent", "Seeking", "is_awake"]

@@ -28,6 +28,19 @@ def is_awake(now: datetime, wake: time, sleep: time) -> bool:
     return t >= wake or t < sleep  # bedtime after midnight
 
 
+class Seeking(BaseModel):
+    """A person on their way to find someone to tell them news (``cognition.seek``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    person: str
+    """Whom they are looking for."""
+    until: datetime
+    """When they give up (the end of the hour they set out in)."""
+    call_id: int | None = None
+    """The ``llm_calls`` row of the choice to go (what the conversation, once they meet, is linked to)."""
+
+
 class AgentState(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
@@ -84,6 +97,11 @@ class AgentState(BaseModel):
     """Person id -> the happenings (fact ids) this person has invited them to."""
     going: list[Happening] = Field(default_factory=list)
     """Happenings this person accepted an invitation to (offered when their day is planned)."""
+    seeking: Seeking | None = None
+    """Whom this person set out to find this hour, to tell them news (``cognition.seek``)."""
+    offered: dict[str, list[int]] = Field(default_factory=dict)
+    """Person id -> the news (memory ids) this person was asked whether to go and tell them: each
+    pair is asked about once (``cognition.seek``)."""
     focus: Focus | None = Field(None, exclude=True)
     """What it reacts to this tick (set by perception)."""
     perceived: Perception = Field(default_factory=Perception, exclude=True)
@@ -124,6 +142,12 @@ class AgentState(BaseModel):
         if self.status == Status.WALKING or not self.action:
             return f"spending some time at {place_name}"
         return self.action.doing
+
+    def sought(self, now: datetime) -> str | None:
+        """Whom this person is out looking for at ``now`` (None once the hour they set out in is over)."""
+        if self.seeking is not None and now >= self.seeking.until:
+            self.seeking = None
+        return self.seeking.person if self.seeking is not None else None
 
     def has_steps(self, at: datetime) -> bool:
         return bool(self.steps) and self.steps_key == (at.date(), at.hour)

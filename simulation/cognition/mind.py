@@ -61,6 +61,8 @@ class MindSettings:
     talk_prior: float = 1.0
     """How strongly a person's extraversion and tie lean the choice to start a conversation
     (``cognition.talk_prior``; ``cognition.sociability``)."""
+    seek: bool = True
+    """Whether a person with untold news may choose to go and find someone to tell (``cognition.seek``)."""
     planning: bool = True
     """False: nobody is asked for a day's plan; everyone keeps their usual day (``cognition.planning``)."""
 

@@ -69,14 +69,16 @@ def may_stop_for_someone(me: AgentState, mind: Mind) -> bool:
 
 def focus(me: AgentState, mind: Mind) -> Focus | None:
     """What a free person reacts to this tick: a new place event, someone free to talk (up to
-    the hourly cap). The background crowd reacts to events only: they talk when someone talks
+    the hourly cap; the one they are out looking for first). The background crowd reacts to events only: they talk when someone talks
     to them."""
     if not me.free:
         return None
     event = me.perceived.events[0] if me.perceived.events else None
     other = None
     if not me.crowd and may_stop_for_someone(me, mind):
-        other = next((o for o in me.perceived.people if can_talk(me, mind.person(o), mind)), None)
+        sought = me.sought(mind.now)  # someone they set out to find comes first (cognition/seek.py)
+        people = sorted(me.perceived.people, key=lambda o: o != sought)
+        other = next((o for o in people if can_talk(me, mind.person(o), mind)), None)
     return Focus(event, other) if event or other else None
 
 

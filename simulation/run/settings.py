@@ -69,7 +69,7 @@ class RunSettings:
             max_conversation_turns=cog.max_conversation_turns, min_conversation_turns=cog.min_conversation_turns,
             reflection_threshold=sc.memory.reflection_threshold, context_tokens=self.llm.context_tokens,
             reactions_per_hour=cog.reactions_per_hour, choices=cog.choices, temperature=self.llm.temperature,
-            calibrate=cog.calibrate, talk_prior=cog.talk_prior, planning=cog.planning,
+            calibrate=cog.calibrate, talk_prior=cog.talk_prior, seek=cog.seek, planning=cog.planning,
         )
 
 

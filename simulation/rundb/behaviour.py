@@ -79,7 +79,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter, defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from simulation.provenance.rules import FAILED, HONEST, INVENTED, MISSED, MIXED, PARTIAL, RIGHT, WRONG
@@ -119,6 +119,7 @@ def behaviour(con: Any, run_id: str) -> Metrics:
     hours = game_hours(con, run_id)
     out.update(_talk(con, run_id, n, hours))
     out.update(_moves(con, run_id))
+    out.update(_seeking(con, run_id))
     out.update(_plans(con, run_id, n, hours))
     out.update(_llm(con, run_id, n, hours))
     out.update(_facts(con, run_id))
@@ -221,6 +222,26 @@ def _moves(con: Any, run_id: str) -> Metrics:
         for guest, place, start, end, _ in ended)
     out["talk.invitation_turnout"] = _ratio(came, len(ended))
     return out
+
+
+def _seeking(con: Any, run_id: str) -> Metrics:
+    """Going to find someone to tell them news (``cognition/seek.py``): how often a person asked
+    set out, and how often the two then talked (a conversation between them, whoever opened it,
+    started before the hour the seeker set out in was over)."""
+    asked = con.execute("select count(*) from llm_calls where run_id = ? and purpose = 'seek'", [run_id]).fetchone()[0]
+    trips = [(agent, json.loads(d or "{}").get("other"), _time(at)) for agent, d, at in con.execute(
+        "select agent_id, data, sim_time from events where run_id = ? and kind = 'seek'", [run_id])]
+    talks = [(frozenset((agent, json.loads(d or "{}").get("with"))), _time(at)) for agent, d, at in con.execute(
+        "select agent_id, data, sim_time from events where run_id = ? and kind = 'conversation_start'", [run_id])]
+    found = sum(1 for seeker, other, at in trips
+                if any(pair == {seeker, other} and at <= when < at.replace(minute=0) + timedelta(hours=1)
+                       for pair, when in talks))
+    return {
+        "talk.seek_asked": float(asked),
+        "talk.seek_trips": float(len(trips)),
+        "talk.seek_share": _ratio(len(trips), asked),
+        "talk.seek_found": _ratio(found, len(trips)),
+    }
 
 
 # ---------------------------------------------------------------------- plans

@@ -64,6 +64,10 @@ class CognitionSettings(StrictModel):
         1.0, ge=0, le=5, description="how strongly a person's extraversion and their tie to someone (known, liked) "
         "scale the odds that they start a conversation with them, on top of the model's choice "
         "(cognition/sociability.py); 0: the model's probabilities alone")
+    seek: bool = Field(
+        True, description="a person holding news someone they know has not heard from them may choose, when an "
+        "hour begins, to go where that person usually is and tell them (cognition/seek.py); false: people meet "
+        "only where their day takes them")
     planning: bool = Field(
         True, description="false: nobody is asked for a day's plan; everyone keeps their usual day from their "
         "routine, with the happenings they accepted an invitation to in it, as the background crowd does (the "

@@ -13,7 +13,7 @@ __all__ = ["CHANGEABLE", "Clock", "ScheduledEvent"]
 
 CHANGEABLE = ("cognition.attention_bandwidth", "cognition.max_conversation_turns", "cognition.min_conversation_turns",
               "cognition.conversation_cooldown_minutes", "cognition.reactions_per_hour", "cognition.choices",
-              "cognition.calibrate", "cognition.talk_prior", "memory.reflection_threshold")
+              "cognition.calibrate", "cognition.talk_prior", "cognition.seek", "memory.reflection_threshold")
 """The settings a ``setting`` event may change during a run (the numbers cognition reads each
 tick); the others shape the town, its memory or its model and hold for the whole run."""
 

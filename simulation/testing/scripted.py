@@ -12,6 +12,8 @@ nothing. What it answers:
 * ``plan``: every other hour from now, a choice picked with the seed (the schema's enums).
 * ``react`` (a choice, then for a reaction what the person does): ``react`` when someone can be
   talked to ("talk" by default), else ``react_alone``; the detail "going over to have a look".
+* ``seek`` (whether to go and find someone to tell them news): carry on, or with ``seek=True``
+  set out to find the first person offered.
 * ``utterance``: a numbered line about the party, then the question's own example line for the
   chosen move (so it does what the move is for: tells the news, asks with a "?").
 * ``recap``, ``questions``, ``insights`` (citing the schema's statement numbers), ``probe*``:
@@ -42,7 +44,8 @@ from typing import Any
 
 from simulation.cognition.aims import option_text
 from simulation.cognition.prompts import DATA_TAGS
-from simulation.cognition.react import LABELS, TALK
+from simulation.cognition.react import CONTINUE, LABELS, TALK
+from simulation.cognition.seek import LABEL as GOING
 from simulation.core import Aim, Move, Purpose
 from simulation.llm.backend import OnDone
 from simulation.llm.scoring import ScoredOptions
@@ -254,7 +257,8 @@ class ScriptedBackend(AnsweringBackend):
     is; or a function of the ``LLMRequest`` returning either); without it, every field the schema
     requires gets a valid value. ``garbage``: purposes answered with invalid JSON (to exercise
     retries and safe defaults). ``talk``/``react``/``react_alone``: the reaction's decision with and
-    without someone to talk to. ``end_after``: the conversation line that says goodbye.
+    without someone to talk to. ``seek``: whether a person asked to go and find someone with news
+    sets out (the first such option) or carries on (the default). ``end_after``: the conversation line that says goodbye.
     ``prefer``: moves (``core.Aim`` values, e.g. ``("invite", "accept")``) chosen whenever offered.
     ``importance``: a memory's text to its rating (1-10). ``batches`` holds every batch asked.
     """
@@ -265,13 +269,14 @@ class ScriptedBackend(AnsweringBackend):
     def __init__(self, garbage: set[str] | None = None, talk: bool = True, end_after: int = 4,
                  react: str | None = None, react_alone: str = "continue",
                  importance: Callable[[str], int] | None = None, prefer: Sequence[str] = (),
-                 answers: Mapping[str, Scripted] | None = None):
+                 answers: Mapping[str, Scripted] | None = None, seek: bool = False):
         unknown = [p for p in prefer if p not in {a.value for a in Aim}]
         if unknown:
             raise ValueError(f"prefer names moves ({', '.join(a.value for a in Aim)}), not {unknown}")
         self.garbage = set(garbage or ())
         self.react = react or ("talk" if talk else "continue")
         self.react_alone = react_alone
+        self.seek = seek
         self.end_after = end_after
         self.prefer = tuple(prefer)
         self.importance = importance or (lambda text: 8 if "party" in text.lower() else 3)
@@ -291,6 +296,11 @@ class ScriptedBackend(AnsweringBackend):
             decisions = {decision_of(label): o for o, label in option_labels(req).items()}
             wanted = self.react if TALK in decisions else self.react_alone
             return decisions.get(wanted, options[0])
+        if req.purpose == Purpose.SEEK:
+            labels = option_labels(req)
+            going = [o for o, label in labels.items() if label.startswith(GOING)]
+            staying = [o for o, label in labels.items() if decision_of(label) == CONTINUE]
+            return ((going if self.seek else staying) or options)[0]
         if req.purpose == Purpose.IMPORTANCE:
             memories = shown(req, "memory")
             if memories and str(self.importance(memories[-1])) in options:
