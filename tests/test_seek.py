@@ -105,7 +105,8 @@ def test_targets_are_known_awake_elsewhere_and_best_liked_first(seeking):
         assert len(found) <= TARGETS
         for t in found:
             assert mind.tie(me.id, t.person) is not None and mind.person(t.person).awake_at(mind.now)
-            assert t.place != me.place and t.news.id not in me.offered.get(t.person, [])
+            assert t.place != me.place and mind.person(t.person).place != me.place
+            assert t.news.id not in me.offered.get(t.person, [])
         assert [t.tie.sentiment for t in found] == sorted((t.tie.sentiment for t in found), reverse=True)
         if me.crowd:
             assert found == []

@@ -73,7 +73,7 @@ def usual_place(other: AgentState, hour: int, hub: str) -> str:
 
 
 def targets(me: AgentState, mind: Mind) -> list[Target]:
-    """The people ``me`` could go and tell: known (a tie), awake, usually elsewhere at this hour,
+    """The people ``me`` could go and tell: known (a tie), awake, not here, usually elsewhere at this hour,
     with news of ``me``'s they have not heard from ``me`` and ``me`` was not yet asked about;
     the best liked first (then by id), at most ``TARGETS``."""
     if me.crowd or not me.news:
@@ -82,8 +82,8 @@ def targets(me: AgentState, mind: Mind) -> list[Target]:
     found = []
     for other in mind.people():
         tie = mind.tie(me.id, other.id) if other.id != me.id else None
-        if tie is None or not other.awake_at(now):
-            continue
+        if tie is None or not other.awake_at(now) or other.place == me.place:
+            continue  # a stranger, asleep, or right here (a reaction's choice, not a trip's)
         place = usual_place(other, now.hour, mind.hub)
         if place == me.place:
             continue
