@@ -432,6 +432,15 @@ def test_runs_shows_a_fork_with_its_parent_and_the_tick_where_they_part(monkeypa
     assert table.loc[fork.run_dir.name, "fork of"] == (f"{parent_id} from tick 6 "
                                                        "(whisper walter_hughes: The mill is for sale.)")
     assert table.loc[finished_run.name, "fork of"] == ""
+    # the fork beside its parent: the same awareness before the tick where they part, a line there
+    assert any(f"forked from `{finished_run.name}` at tick 6" in c.value for c in at.caption)
+    chart = next(f for f in figures(at) if "the fork beside its parent" in f["layout"].get("title", {}).get("text", ""))
+    traces = {t["name"]: t for t in chart["data"]}
+    assert {"party: parent", "party: fork"} <= set(traces)
+    parent, fork = (dict(zip(array(traces[f"party: {k}"]["customdata"]), array(traces[f"party: {k}"]["y"])))
+                    for k in ("parent", "fork"))
+    assert all(parent[tick] == fork[tick] for tick in parent if tick < 6), "one run before the fork"
+    assert any("tick 6" in a["text"] for a in chart["layout"]["annotations"])
 
 
 def test_runs_shows_the_rounds_of_a_co_evolution_loop(monkeypatch, finished_run, newer_run, tmp_path):

@@ -532,6 +532,36 @@ def runs_compare(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def fork_vs_parent(parent: dict[str, pd.DataFrame], fork: dict[str, pd.DataFrame], fork_tick: int,
+                   labels: tuple[str, str] = ("parent", "fork")) -> go.Figure:
+    """People aware of each fact over game time in a fork (solid) and its parent (dotted), one
+    colour per fact, with a line where they part: before it the two are the same run, so the
+    curves lie on each other; after it, the gap is what the intervention did (``queries.fact_curves``)."""
+    fig = go.Figure()
+    facts = sorted(set(parent) | set(fork))
+    for i, fact in enumerate(facts):
+        color = CONVERSATION_COLORS[i % len(CONVERSATION_COLORS)]
+        for curves, label, dash in ((parent, labels[0], "dot"), (fork, labels[1], "solid")):
+            curve = curves.get(fact)
+            if curve is None or not len(curve):
+                continue
+            fig.add_trace(go.Scatter(
+                x=_times(curve), y=curve["aware"], mode="lines", name=f"{fact}: {label}",
+                line={"shape": "hv", "width": 3 if dash == "solid" else 2, "dash": dash, "color": color},
+                customdata=curve["tick"], hovertemplate=f"{fact}, {label}: " + "%{y} aware at %{x|%a %H:%M} "
+                "(tick %{customdata})<extra></extra>"))
+    at = next((c.loc[c["tick"] == fork_tick, "sim_time"] for c in fork.values() if len(c)), None)
+    if at is not None and len(at):
+        moment = pd.to_datetime(at.iloc[0], errors="coerce")
+        if not pd.isna(moment):
+            fig.add_vline(x=moment, line={"color": "#495057", "dash": "dash", "width": 1})
+            fig.add_annotation(x=moment, y=1, yref="paper", text=f"they part: tick {fork_tick}", showarrow=False,
+                               xanchor="left", yanchor="bottom")
+    fig.update_layout(title="People aware of each fact: the fork beside its parent", height=320,
+                      yaxis={"title": "people", "rangemode": "tozero"}, margin={"t": 50, "b": 10})
+    return fig
+
+
 def evolve_rounds(rows: list[dict[str, Any]], cols: int = 4) -> go.Figure:
     """Each reward dimension and prosocial measure across the rounds of an evolve loop: the mean
     over the held-out seeds with its 95 % interval (``lineage.round_table`` rows); a measure

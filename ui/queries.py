@@ -536,6 +536,14 @@ def summary(db: RunDB) -> dict[str, Any]:
     }
 
 
+def lineage_of(db: RunDB) -> tuple[str, str | None, int | None]:
+    """(this run's id, its parent's run id, the tick where they part): the parent is None for a run
+    that is no fork (or one recorded before schema 11)."""
+    run = db.run
+    tick = run.get("fork_tick")
+    return db.run_id, run.get("parent_run_id") or None, int(tick) if tick is not None else None
+
+
 def fork_of(run: dict[str, Any]) -> str:
     """A fork's parent, the tick where they part and what it changed there ("" for a run that is
     no fork, or one recorded before schema 11)."""

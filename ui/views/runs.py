@@ -52,6 +52,25 @@ def show_evolution(n: int, folder: Path) -> None:
     st.dataframe(table, hide_index=True, width="stretch")
 
 
+def show_forks(found: list[catalog.RunEntry], lineage_of: dict[str, tuple[str, str | None, int | None]]) -> None:
+    """Each fork whose parent is in the list, beside it: who was aware of each fact over game time in
+    both, and the tick where they part (identical before it, by construction: ``agora fork``)."""
+    by_id = {lineage_of[e.key][0]: e for e in found if e.key in lineage_of}
+    pairs = [(e, by_id[parent], tick) for e in found if e.key in lineage_of
+             for _, parent, tick in [lineage_of[e.key]] if parent is not None and parent in by_id]
+    if not pairs:
+        return
+    st.subheader("Forks beside their parents")
+    for n, (fork, parent, tick) in enumerate(pairs):
+        with RunDB(parent.path) as pdb, RunDB(fork.path) as fdb:
+            before, after = q.fact_curves(pdb), q.fact_curves(fdb)
+        st.caption(f"`{fork.key}`, forked from `{parent.key}` at tick {tick}: dotted, the parent; solid, the fork.")
+        if not before and not after:
+            st.info("Neither run traces a fact (the scenario has no `facts:`), so there is no spread to compare.")
+            continue
+        st.plotly_chart(charts.fork_vs_parent(before, after, tick if tick is not None else 0), key=f"fork_{n}")
+
+
 st.header("Runs")
 config = catalog.settings()
 found = common.entries()
@@ -65,11 +84,13 @@ if not found:
     st.stop()
 
 rows = []
+lineage_of: dict[str, tuple[str, str | None, int | None]] = {}
 for entry in found:
     row = {"run": entry.key}
     try:
         with RunDB(entry.path) as db:
             row |= q.summary(db)
+            lineage_of[entry.key] = q.lineage_of(db)
     except RunUnreadable as exc:
         row["problem"] = str(exc)
     except Exception as exc:  # a damaged file must not hide the other runs
@@ -86,6 +107,7 @@ st.dataframe(table[columns], hide_index=True, width="stretch",
                             "problem": st.column_config.TextColumn("problem", width="large")})
 if len(readable):
     st.plotly_chart(charts.runs_compare(readable), key="runs_compare")
+show_forks(found, lineage_of)
 st.markdown("**Open a run**")
 for entry in found:
     st.page_link("views/town.py", label=entry.key, icon=":material/map:", query_params={"run": entry.key})
