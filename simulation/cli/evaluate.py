@@ -32,7 +32,7 @@ def eval_(
         metavar="TARGET...", help="persona files, scenarios (every person in them) or run directories",
         show_default=False)],
     suite: Annotated[str, typer.Option(
-        help="comma-separated: bigfive, interview, personagym, consistency, backtest")] = "bigfive",
+        help="comma-separated: bigfive, interview, personagym, consistency, backtest, believability")] = "bigfive",
     backend: AgentBackendOpt = None,
     model: AgentModelOpt = None,
     base_url: AgentBaseUrlOpt = None,
@@ -163,6 +163,13 @@ def _show(result: Any, out: Path) -> None:
                        cell((look.get("backtest", key).details.get("constant_guess")
                              if look.get("backtest", key) else None)))
         console.print(bt)
+    if "believability" in result.suites:
+        asked = look.get("believability", "failed")
+        console.print(f"Believability interview: {len(result.suites['believability'])} agent(s), "
+                      f"{asked.details.get('asked', 0) if asked else 0} answers asked, "
+                      f"{asked.value if asked and asked.value is not None else 0:.0f} failed; the answers are in results.json and "
+                      "report.md",
+                      highlight=False)
     for suite, why in result.skipped.items():
         console.print(f"[yellow]{suite} skipped:[/] {escape(why)}")
     dropped = [(s, look.value(s, "dropped_judgements")) for s in ("interview", "personagym", "consistency")

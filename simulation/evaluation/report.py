@@ -240,6 +240,26 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
         few = everyone.details.get("too_few_lines", 0) if everyone else 0
         lines += ["", f"People left out for saying fewer than 2 lines: {few}.", "",
                   images.get("backtest", ""), ""]
+    if "believability" in result.suites:
+        from simulation.evaluation.believability import CATEGORIES
+
+        lines += ["## Believability interview (Generative Agents, section 6.1)", "",
+                  "Each agent answered five questions in each of five categories, from the memories retrieval "
+                  "ranks first for the question in its own run (recency, importance, relevance). The answers are "
+                  "in `results.json` (`details.qa` of each agent's `answered_*` rows); a judge's ranking of "
+                  "conditions is a separate step. Below: one answer per category, and the answers the model "
+                  "failed to give.", "", "| agent | " + " | ".join(c.replace("_", " ") for c in CATEGORIES)
+                  + " | failed |", "|---" * (len(CATEGORIES) + 2) + "|"]
+        for key in result.suites["believability"]:
+            cells = []
+            for c in CATEGORIES:
+                m = look.get("believability", f"answered_{c}", key)
+                first = (m.details.get("qa") or [{}])[0] if m else {}
+                said = " ".join(str(first.get("answer", "")).split()).replace("|", "/")
+                cells.append(f"*{first.get('question', '')}* {said[:160] or '(no answer)'}")
+            lines.append(f"| {names[key]} | " + " | ".join(cells)
+                         + f" | {_fmt(look.value('believability', 'failed', key), 0)} |")
+        lines.append("")
     if "consistency" in result.suites:
         lines += ["## Consistency with the persona in the run", "", "Judge's score per logged item, 0-9.", "",
                   "| agent | mean | judged | dropped |", "|---|---|---|---|"]
