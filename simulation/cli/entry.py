@@ -29,6 +29,7 @@ app.command("experiment")(experiment.experiment)
 app.command("verify")(verify.verify)
 app.command("ui")(ui.ui)
 app.command("eval")(evaluate.eval_)
+app.command("rank")(evaluate.rank)
 
 personas_app = typer.Typer(name="personas", help="The persona library and sampled populations.",
                            no_args_is_help=True)

@@ -188,3 +188,67 @@ def _ci_text(m: Any) -> str:
         return "–"
     lo, hi = m.details.get("ci_low"), m.details.get("ci_high")
     return f"{m.value:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None else "")
+
+
+@user_errors
+def rank(
+    conditions: Annotated[list[str], typer.Argument(
+        metavar="LABEL=EVAL_DIR...", help="each condition's `agora eval --suite believability` output folder, "
+        "labelled (e.g. full=evals/full no_reflection=evals/noref)", show_default=False)],
+    judge_backend: JudgeBackendOpt = None,
+    judge_model: JudgeModelOpt = None,
+    judge_base_url: JudgeBaseUrlOpt = None,
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("ranking"),
+    per_category: Annotated[Optional[int], typer.Option(
+        min=1, max=5, help="questions per category to compare (default all five)")] = None,
+    seed: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="seed of every request and bootstrap")] = 0,
+    bootstrap: Annotated[int, typer.Option(min=0, max=100000, help="bootstrap resamples of agents")] = 1000,
+    cache: CacheOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Rank conditions by their agents' believability interview answers: a judge compares each pair
+    of answers (both orders), Bradley–Terry strengths with bootstrap intervals (Generative Agents 6.2)."""
+    import sys
+
+    from simulation.evaluation import models, ranking
+    from simulation.llm import factory
+    from simulation.scenario import LLMSettings
+
+    parsed = []
+    for spec in conditions:
+        label, sep, folder = spec.partition("=")
+        if not sep or not label.strip() or not folder.strip():
+            raise InputError(Problem("CONDITION", f"{spec!r}: expected LABEL=EVAL_DIR, e.g. full=evals/full"))
+        parsed.append(ranking.read_condition(label.strip(), Path(folder.strip())))
+    if len(parsed) < 2:
+        raise InputError(Problem("CONDITION", "ranking needs at least two conditions (LABEL=EVAL_DIR each)"))
+    if len({c.label for c in parsed}) != len(parsed):
+        raise InputError(Problem("CONDITION", "two conditions share a label"))
+    choice = common.backend_choice(judge_backend, judge_model, judge_base_url, cache, prefix="--judge-")
+    settings = choice.apply(LLMSettings(backend="llamacpp"))
+    judge_text = models.describe(settings)
+    show = common.show_progress(quiet)
+    if not quiet:
+        common.console.print(f"Judge's model: {escape(judge_text)}" + (
+            "" if judge_backend or judge_model else " (no --judge-model given: the bundled 135M model, which "
+            "cannot read a rubric; name a capable judge)"), highlight=False)
+    with common.status("loading model...", show):
+        judge = factory.build_backend(settings, Path.cwd())
+    try:
+        result = ranking.rank(parsed, judge, per_category=per_category, seed=seed, bootstrap=bootstrap)
+    finally:
+        judge.close()
+    ranking.write(result, out, judge_text, "agora rank " + " ".join(sys.argv[2:]))
+    if not quiet:
+        table = Table(title="Believability: Bradley–Terry log-strength (95 % bootstrap interval over agents)",
+                      title_justify="left")
+        for name in ("condition", "log-strength", "interval", "first"):
+            table.add_column(name, justify="left" if name == "condition" else "right")
+        for i in sorted(range(len(result.labels)), key=lambda i: -result.strength[i]):
+            table.add_row(escape(result.labels[i]), f"{result.strength[i]:+.2f}",
+                          f"[{result.low[i]:+.2f}, {result.high[i]:+.2f}]", f"{result.first_share[i]:.2f}")
+        common.console.print(table)
+        common.console.print(f"{len(result.comparisons)} comparisons of {len(result.agents)} agents; "
+                             f"{len(result.calls)} judge calls. Report: {out / 'report.md'}", highlight=False)
+    print(out)
+

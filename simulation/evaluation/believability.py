@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -30,7 +29,7 @@ from simulation.evaluation.interview import OpenAnswer
 from simulation.evaluation.recall import Stream, recall, stream
 from simulation.evaluation.session import Metric, Session
 from simulation.evaluation.targets import Target
-from simulation.rundb import connect_ro, table_names
+from simulation.rundb import connect_ro
 
 SUITE = "believability"
 CATEGORIES = ("self_knowledge", "memory", "plans", "reactions", "reflections")
@@ -47,25 +46,19 @@ def planned(session: Session, targets: list[Target]) -> int:
 
 
 def others(t: Target) -> tuple[str, str]:
-    """(the person ``t`` talked with most in the run, else the first they have a relationship with;
-    another person they know): who the interview's {other} and {known} are."""
+    """(the first and the second person in ``t``'s relationships, by name; one of them alone when
+    there is one): who the interview's {other} and {known} are. Taken from the persona, not the run,
+    so every condition's agents are asked the very same questions and a judge can set their answers
+    side by side (``evaluation.ranking``)."""
     names: dict[str, str] = {}
-    talked: Counter[str] = Counter()
     if t.run_db is not None and t.run_id is not None:
         con = connect_ro(t.run_db)
         try:
             for agent_id, persona in con.execute("select agent_id, persona from agents where run_id = ?", (t.run_id,)):
                 names[agent_id] = json.loads(persona).get("name", agent_id)
-            if "conversations" in table_names(con):
-                for participants, in con.execute("select participants from conversations where run_id = ? order by id",
-                                                 (t.run_id,)):
-                    people = json.loads(participants or "[]")
-                    if t.agent_id in people:
-                        talked.update(p for p in people if p != t.agent_id)
         finally:
             con.close()
-    ranked = [p for p, _ in talked.most_common()] + [p for p in t.persona.relationships if p not in talked]
-    shown = [names.get(p, prompts.person_name(p)) for p in ranked]
+    shown = [names.get(p, prompts.person_name(p)) for p in t.persona.relationships]
     other = shown[0] if shown else "your neighbour"
     return other, shown[1] if len(shown) > 1 else other
 
@@ -114,7 +107,7 @@ def metrics(session: Session, targets: list[Target], results: list[dict[str, Any
                               t.key, t.run_id, t.agent_id, {"qa": rows, "other": r["other"], "known": r["known"]}))
         everything = [x for c in CATEGORIES for x in r["qa"][c]]
         out.append(Metric(SUITE, "failed", float(sum(not x["answer"] for x in everything)), t.key, t.run_id,
-                          t.agent_id, {"asked": len(everything)}))
+                          t.agent_id, {"asked": len(everything), "persona": t.persona.model_dump(mode="json")}))
     return out
 
 
