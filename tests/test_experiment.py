@@ -172,3 +172,33 @@ def test_the_ablations_are_overrides_of_a_condition():
     assert loaded.scenario.cognition.phases == lean and loaded.scenario.cognition.planning is False
     recent = condition_scenario(SMALL, "no_retrieval", {"memory.retrieval": "recent"}, "ablations.yaml")
     assert recent.scenario.memory.retrieval == "recent" and recent.scenario.cognition.planning is True
+
+
+def test_an_experiment_interviews_every_run_and_ranks_the_conditions(tmp_path, embedder):
+    """``believability:``: each run's people answer GA's interview on the run's own model (the
+    control here), matched across conditions by seed and person, and a judge ranks the conditions
+    (the control judge always answers "1", which both orders turn into no preference)."""
+    from simulation.cli import app
+
+    spec = _spec(tmp_path, "seeds: [1, 2]\nticks: 6\nconditions:\n  - name: as_is\n"
+                           "  - name: quiet\n    overrides: {cognition.reactions_per_hour: 0}\n"
+                           "believability: {judge: {backend: control}, per_category: 1, bootstrap: 50}\n")
+    out = tmp_path / "out"
+    runner = CliRunner()
+    done = runner.invoke(app, ["experiment", str(spec), "--out", str(out), "--backend", "control", "--quiet"])
+    assert done.exit_code == 0, done.output
+    for condition in ("as_is", "quiet"):
+        for seed in (1, 2):
+            interview = json.loads((out / condition / "believability" / f"seed-{seed}" / "results.json").read_text())
+            assert interview["suites"] == {"believability": [t["key"] for t in interview["targets"]]}
+    ranked = json.loads((out / "believability" / "ranking.json").read_text())
+    assert sorted(c["label"] for c in ranked["conditions"]) == ["as_is", "quiet"]
+    assert len(ranked["agents"]) == 2 * 8 and all(a.split("/")[0] in ("1", "2") for a in ranked["agents"])
+    assert ranked["comparisons"] == 2 * 8 * 5, "one question per category, one pair of conditions"
+    assert all(abs(c["log_strength"]) < 1e-9 for c in ranked["conditions"]), "a habit is no preference"
+    report = (out / "report.md").read_text()
+    assert "## Believability" in report and "believability/report.md" in report
+    stamp = (out / "as_is" / "believability" / "seed-1" / "results.json").stat().st_mtime_ns
+    again = runner.invoke(app, ["experiment", str(spec), "--out", str(out), "--backend", "control", "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert (out / "as_is" / "believability" / "seed-1" / "results.json").stat().st_mtime_ns == stamp, "not asked again"

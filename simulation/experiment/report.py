@@ -63,6 +63,17 @@ def markdown(result: ExperimentResult) -> str:
                   if clear else ["No metric's difference is clear of zero with these seeds."])
         lines += ["", "| metric | control | condition | difference | d | clear |", "|---|---:|---:|---:|---:|---|"]
         lines += _rows(effects)
+    if result.ranking is not None:
+        r = result.ranking
+        lines += ["", "## Believability (Generative Agents' interview, ranked by a judge)", "",
+                  f"Every run's people answered the 25 interview questions; the judge compared each pair of "
+                  f"conditions' answers of the same person and seed ({len(r.comparisons)} comparisons of "
+                  f"{len(r.agents)} people). Bradley–Terry log-strength with its 95 % bootstrap interval over "
+                  "people; details in [believability/report.md](believability/report.md).", "",
+                  "| condition | log-strength | 95 % interval | first |", "|---|---:|---|---:|"]
+        for i in sorted(range(len(r.labels)), key=lambda i: -r.strength[i]):
+            lines.append(f"| {r.labels[i]} | {r.strength[i]:+.2f} | [{r.low[i]:+.2f}, {r.high[i]:+.2f}] | "
+                         f"{r.first_share[i]:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -105,6 +116,10 @@ def write_report(result: ExperimentResult, out: Path) -> list[Path]:
                                  for r in result.results[c.name].runs]} for c in result.spec.conditions],
         "effects": {c.name: [asdict(e) for e in result.effects(c.name)]
                     for c in result.spec.conditions if c.name != result.control},
+        "believability": None if result.ranking is None else {
+            label: {"log_strength": float(result.ranking.strength[i]), "low": float(result.ranking.low[i]),
+                    "high": float(result.ranking.high[i]), "first_share": float(result.ranking.first_share[i])}
+            for i, label in enumerate(result.ranking.labels)},
     }
     files = [out / "experiment.json", out / "report.md"]
     files[0].write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")

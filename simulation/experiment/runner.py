@@ -13,6 +13,7 @@ from pathlib import Path
 
 from simulation.benchmark.behaviour import BenchmarkResult, fork_benchmark, metric_order, run_benchmark
 from simulation.errors import InputError, Problem
+from simulation.evaluation.ranking import Ranking
 from simulation.experiment.effects import Effect, effect
 from simulation.experiment.overrides import condition_scenario
 from simulation.experiment.spec import Condition, ExperimentSpec
@@ -31,6 +32,8 @@ class ExperimentResult:
     results: dict[str, BenchmarkResult] = field(default_factory=dict)
     """Condition -> its runs and their metrics, seed by seed."""
     command: str = ""
+    ranking: Ranking | None = None
+    """The conditions ranked by believability (``spec.believability``), when asked for."""
 
     @property
     def control(self) -> str:
@@ -73,10 +76,11 @@ def interventions(condition: Condition, where: str) -> list[Intervention]:
 def run_experiment(spec: ExperimentSpec, scenario: Path, spec_path: Path, out: Path, *,
                    llm: BackendChoice | None = None, backend: Backend | str | None = None, command: str = "",
                    on_run: Callable[[str, int, int], None] | None = None,
-                   on_tick: Callable[[int, int], None] | None = None) -> ExperimentResult:
+                   on_tick: Callable[[int, int], None] | None = None, judge: Backend | None = None) -> ExperimentResult:
     """Run every condition of ``spec`` over its seeds into ``out/<condition>``. ``on_run(condition,
     i, seed)`` before each run (i counts all the experiment's runs); ``on_tick(done, total)``
-    after each tick of it."""
+    after each tick of it. With ``spec.believability``, every run's people are then interviewed and
+    the conditions ranked by the judge it names (``judge``: a backend object instead, for tests)."""
     loaded = scenarios(spec, scenario, spec_path)
     changes = {c.name: interventions(c, f"{spec_path}: conditions[{i}] ({c.name})")
                for i, c in enumerate(spec.conditions) if c.fork is not None}
@@ -95,4 +99,13 @@ def run_experiment(spec: ExperimentSpec, scenario: Path, spec_path: Path, out: P
                 result.results[condition.fork.of], out / condition.name, at=condition.fork.at,
                 interventions=changes[condition.name], llm=llm, backend=own, command=command, on_seed=seen,
                 on_tick=on_tick)
+    if spec.believability is not None:
+        from simulation.experiment.believability import interview_condition, rank_conditions
+
+        own = backend if backend is not None and not isinstance(backend, str) else None
+        interviewed = [interview_condition(c.name, [(r.seed, r.run_dir) for r in result.results[c.name].runs],
+                                           out / c.name / "believability", llm=llm, backend=own)
+                       for c in spec.conditions]
+        result.ranking = rank_conditions(interviewed, spec.believability, out / "believability", spec_path.parent,
+                                         command, judge=judge)
     return result

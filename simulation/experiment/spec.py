@@ -9,6 +9,9 @@
       - name: isabella                               # the scenario as it is
       - name: walter
         overrides: {events.0.to: walter_hughes}      # dotted paths into the scenario's YAML
+    believability:                                   # optional: interview everyone, rank the conditions
+      judge: {model: ../.cache/measure-model/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf}
+      per_category: 1
 
 An override sets one field of the scenario's YAML, by a dotted path whose numbers index lists
 (``events.0.to``, ``cognition.talk_prior``, ``llm.temperature``); the changed scenario is then
@@ -26,7 +29,7 @@ from simulation.formats.fields import Identifier, ShortText, StrictModel
 from simulation.formats.validation import validate_document
 from simulation.formats.yamlfile import load_yaml
 
-__all__ = ["Condition", "ExperimentSpec", "Fork", "load_spec"]
+__all__ = ["Believability", "Condition", "ExperimentSpec", "Fork", "Judge", "load_spec"]
 
 
 class Fork(StrictModel):
@@ -39,6 +42,23 @@ class Fork(StrictModel):
     event: list[str] = Field(default_factory=list, description="PLACE=TEXT or PLACE:MINUTES=TEXT, as --event")
     set: list[str] = Field(default_factory=list, description="SETTING=VALUE, as --set")
     fact: Identifier | None = Field(None, description="the fact the whispers and events bring, as --fact")
+
+
+class Judge(StrictModel):
+    """The model that judges (``agora rank``'s ``--judge-*`` options): a backend, a model (a GGUF path
+    is taken from the experiment file's folder) and, for a server, its base URLs."""
+
+    backend: Identifier | None = Field(None, description="llamacpp, vllm, openai, control ...")
+    model: str | None = Field(None, description="the model (a GGUF file for llamacpp)")
+    base_url: list[str] = Field(default_factory=list, description="OpenAI-compatible servers")
+
+
+class Believability(StrictModel):
+    """Generative Agents' interview of every run's people, ranked across conditions by a judge."""
+
+    judge: Judge = Field(description="the judge: another model than the agents' where one is available")
+    per_category: int | None = Field(None, ge=1, le=5, description="questions per category compared (default all)")
+    bootstrap: int = Field(1000, ge=0, le=100000, description="bootstrap resamples of agents")
 
 
 class Condition(StrictModel):
@@ -61,6 +81,9 @@ class ExperimentSpec(StrictModel):
     ticks: int | None = Field(None, ge=1, description="ticks per run (default: the scenario's whole duration)")
     control: Identifier | None = Field(None, description="the condition the others are compared with (default: the first)")
     conditions: list[Condition] = Field(min_length=2, max_length=50)
+    believability: Believability | None = Field(
+        None, description="optional: interview every run's people (agora eval --suite believability) and rank the "
+        "conditions by a judge (agora rank)")
 
     @model_validator(mode="after")
     def _consistent(self) -> ExperimentSpec:
