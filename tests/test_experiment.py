@@ -120,6 +120,24 @@ def test_the_committed_example_experiment_is_valid():
     assert loaded["walter"].scenario.events[0].text.startswith("Isabella Rodriguez is throwing")
 
 
+def test_the_committed_ablations_experiment_is_valid():
+    from simulation.experiment.believability import judge_of
+    from simulation.experiment.runner import scenarios
+
+    path = SMALL.parent.parent / "experiments" / "ga-ablations.yaml"
+    spec, scenario = load_spec(path)
+    loaded = scenarios(spec, scenario, path)
+    assert loaded["no_retrieval"].scenario.memory.retrieval == "recent"
+    assert loaded["no_reflection_no_planning"].scenario.cognition.planning is False
+    assert "reflect" not in loaded["no_reflection"].scenario.cognition.phases
+    judge = path.parent.parent / ".cache" / "measure-model" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    if judge.exists():  # make measure-model
+        assert judge_of(spec.believability, path.parent)[0].model == str(judge.resolve())
+    else:  # said before any run, naming the field
+        with pytest.raises(InputError, match="believability.judge.model: model file not found"):
+            judge_of(spec.believability, path.parent)
+
+
 def test_a_condition_can_fork_another_conditions_runs_at_a_tick(tmp_path, embedder):
     """Each seed's run of the base condition is forked at tick 3: the pair shares its first three
     ticks row for row and differs only by what the intervention does from there."""
@@ -202,3 +220,15 @@ def test_an_experiment_interviews_every_run_and_ranks_the_conditions(tmp_path, e
     again = runner.invoke(app, ["experiment", str(spec), "--out", str(out), "--backend", "control", "--quiet"])
     assert again.exit_code == 0, again.output
     assert (out / "as_is" / "believability" / "seed-1" / "results.json").stat().st_mtime_ns == stamp, "not asked again"
+
+
+def test_a_missing_judge_model_is_bad_input_before_any_run(tmp_path):
+    from simulation.cli import app
+
+    spec = _spec(tmp_path, "seeds: [1, 2]\nticks: 6\nconditions:\n  - name: a\n  - name: b\n"
+                           "    overrides: {cognition.seek: false}\n"
+                           "believability: {judge: {model: no-such-judge.gguf}}\n")
+    out = tmp_path / "out"
+    done = CliRunner().invoke(app, ["experiment", str(spec), "--out", str(out), "--backend", "control", "--quiet"])
+    assert done.exit_code == 2 and "believability.judge.model" in done.output and "Traceback" not in done.output
+    assert not (out / "a" / "runs").exists(), "nothing ran"

@@ -82,6 +82,10 @@ def run_experiment(spec: ExperimentSpec, scenario: Path, spec_path: Path, out: P
     after each tick of it. With ``spec.believability``, every run's people are then interviewed and
     the conditions ranked by the judge it names (``judge``: a backend object instead, for tests)."""
     loaded = scenarios(spec, scenario, spec_path)
+    if spec.believability is not None and judge is None:
+        from simulation.experiment.believability import judge_of
+
+        judge_of(spec.believability, spec_path.parent)  # a missing judge model is found before any run, not after
     changes = {c.name: interventions(c, f"{spec_path}: conditions[{i}] ({c.name})")
                for i, c in enumerate(spec.conditions) if c.fork is not None}
     result = ExperimentResult(spec, scenario, command=command)
