@@ -63,8 +63,9 @@ def others(t: Target) -> tuple[str, str]:
     return other, shown[1] if len(shown) > 1 else other
 
 
-async def interview(session: Session, t: Target, memories: Stream | None, vectors: dict[str, Any]) -> dict[str, Any]:
-    other, known = others(t)
+async def interview(session: Session, t: Target, people: tuple[str, str], memories: Stream | None,
+                    vectors: dict[str, Any]) -> dict[str, Any]:
+    other, known = people
     ctx = prompts.persona_context(t.persona, [] if memories is not None else t.memories)
     asked: list[tuple[str, int, str, list[str]]] = []
     for category in CATEGORIES:
@@ -85,17 +86,19 @@ async def interview(session: Session, t: Target, memories: Stream | None, vector
 async def run(session: Session, targets: list[Target]) -> list[dict[str, Any]]:
     from simulation.memory.embeddings import get_embedder
 
+    people = {t.key: others(t) for t in targets}
     run_agents = [t for t in targets if t.run_db is not None and t.run_id is not None]
     vectors: dict[str, Any] = {}
     streams: dict[str, Stream] = {}
     if run_agents:
         embedder = get_embedder()
         for t in run_agents:
-            other, known = others(t)
+            other, known = people[t.key]
             texts = [q.format(other=other, known=known) for c in CATEGORIES for q in questionnaire()[c]]
             vectors.update(zip(texts, embedder.embed(texts)))
             streams[t.key] = stream(t.run_db, t.run_id, t.agent_id, embedder.dimension())  # type: ignore[arg-type]
-    return list(await asyncio.gather(*(interview(session, t, streams.get(t.key), vectors) for t in targets)))
+    return list(await asyncio.gather(*(interview(session, t, people[t.key], streams.get(t.key), vectors)
+                                       for t in targets)))
 
 
 def metrics(session: Session, targets: list[Target], results: list[dict[str, Any]]) -> list[Metric]:
