@@ -7,13 +7,17 @@ cafe inviting whoever came; people with news also go and tell the people they ca
 model could not choose to: nothing offered it.
 
 What. When an hour begins (whenever the hour's steps are queued), a named person who holds news
-that someone they know has not heard from them is asked, like a reaction (``react.j2``): carry
-on with the hour's activity, or go to where that person usually is at this hour and tell them
-(up to ``TARGETS`` people, the best liked first). It is a scored choice like every other: the
-options listed in an order shuffled per person and moment, the model's probabilities over their
-numbers calibrated against the content-free question, each going option's odds scaled by the
-person's lean to talk to that one (``sociability.talk_odds``: extraversion, the tie), drawn with
-the question's own seed.
+that someone they know has not heard from them is asked about the person they like best among
+those (``TARGETS``): "for the rest of the hour you would be doing this; she has not heard this
+from you; she is usually at the bakery now. Do you go to the bakery to find her and tell her? Yes
+or No" (``seek.j2``). It is a scored choice (``yesno.choose_yes``): P(Yes) against P(No),
+calibrated against the content-free question, the odds of yes scaled by the person's lean to talk
+to that one (``sociability.talk_odds``: extraversion, the tie), drawn with the question's own seed.
+
+Why yes or no, about one person. The first version listed "carry on" beside up to two "go to"
+options and asked for a number; the 1.5B measurement model scores numbered options nearly evenly,
+so people set out about two times in three from the menu's length alone. One person, two answers:
+the menu's length cannot decide, and P(Yes) is what the model makes of this errand.
 
 Asked once, meant. Each (person, piece of news) pair is offered once: someone who chose to
 carry on is not asked again about the same news for the same person, so a near-indifferent
@@ -35,11 +39,12 @@ from simulation.agents import Seeking
 from simulation.cognition import prompts
 from simulation.cognition.aims import news_text, untold_news
 from simulation.cognition.context import context
-from simulation.cognition.converse import choose_number, shuffled
+from simulation.cognition.calibrate import BLANK
 from simulation.cognition.plan import bed_hour, hour_block, routine_plan
-from simulation.cognition.react import LABELS, CONTINUE, REASON_CHARS
+from simulation.cognition.react import REASON_CHARS
 from simulation.cognition.schemas import clip
 from simulation.cognition.sociability import talk_odds
+from simulation.cognition.yesno import choose_yes
 from simulation.core import Action, EventKind, Purpose
 
 if TYPE_CHECKING:
@@ -48,13 +53,13 @@ if TYPE_CHECKING:
     from simulation.memory import MemoryNode
     from simulation.world.relationships import Tie
 
-TARGETS = 2
-"""At most this many people are offered at once (those the person likes best)."""
+TARGETS = 1
+"""How many people one question is about: one (the best liked), so the answer is about them, not
+about how many going options a menu lists."""
 MIN_MINUTES = 20
 """Setting out is offered only with at least this much of the hour left."""
 SEEK = "seek"
-LABEL = "go to"
-"""How a going option's words begin (what a test double recognises it by)."""
+TEMPLATE = "seek.j2"
 
 
 @dataclass(frozen=True)
@@ -95,12 +100,6 @@ def targets(me: AgentState, mind: Mind) -> list[Target]:
     return found[:TARGETS]
 
 
-def option(target: Target, mind: Mind) -> str:
-    other = mind.person(target.person)
-    reason = clip(news_text(target.news, mind), REASON_CHARS)
-    return f"{LABEL} {mind.place_name(target.place)} to find {other.first_name} and tell them about this: {reason}"
-
-
 async def seek(me: AgentState, mind: Mind) -> bool:
     """Ask ``me`` whether to go and find someone to tell them news (see the module docstring);
     True when they set out (the rest of the hour is queued: looking for them at their place)."""
@@ -111,33 +110,27 @@ async def seek(me: AgentState, mind: Mind) -> bool:
     found = targets(me, mind)
     if not found:
         return False
-    for t in found:
-        me.offered.setdefault(t.person, []).append(t.news.id)
-    block = await hour_block(me, mind)
-    menu = {CONTINUE: f"{LABELS[CONTINUE]}: {block.activity} at {mind.place_name(block.place)}"}
-    menu |= {t.person: option(t, mind) for t in found}
-    decisions = list(menu)
-    order = shuffled(len(decisions), f"seek/{me.id}/{now.isoformat()}")
-    shown = [decisions[i] for i in order]
-    query = " ".join(f"{mind.person(t.person).persona.name} {t.news.text}" for t in found)
-    ctx = await context(me, mind, query, Purpose.SEEK)
-    msgs = prompts.messages(me.system_prompt, "react.j2", **ctx, event="", other=None,
-                            options=[menu[d] for d in shown])
-    strength = mind.settings.talk_prior
-    lean = {t.person: talk_odds(me.persona.big_five, t.tie, strength) for t in found}
-    pick, call_id = await choose_number(me, mind, msgs, len(shown), default=shown.index(CONTINUE) + 1,
-                                        purpose=Purpose.SEEK, template="react.j2",
-                                        factors=[lean.get(d, 1.0) for d in shown])
-    chosen = shown[pick]
-    if chosen == CONTINUE:
-        return False
-    target = next(t for t in found if t.person == chosen)
+    target = found[0]
+    me.offered.setdefault(target.person, []).append(target.news.id)
     other = mind.person(target.person)
+    block = await hour_block(me, mind)
+    ctx = await context(me, mind, f"{other.persona.name} {target.news.text}", Purpose.SEEK)
+    there = mind.place_name(target.place)
+    msgs = prompts.messages(me.system_prompt, TEMPLATE, **ctx, activity=block.activity,
+                            activity_place=mind.place_name(block.place), other_name=other.persona.name,
+                            other_occupation=other.persona.occupation, other_first=other.first_name,
+                            relationship=target.tie.view, news=clip(news_text(target.news, mind), REASON_CHARS),
+                            there=there)
+    lean = talk_odds(me.persona.big_five, target.tie, mind.settings.talk_prior)
+    going, call_id = await choose_yes(me, mind, msgs, template=TEMPLATE, purpose=Purpose.SEEK, factor=lean,
+                                      other_first=BLANK, there=BLANK)
+    if not going:
+        return False
     me.seeking = Seeking(person=other.id, until=now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1),
                          call_id=call_id)
     me.steps = [Action(f"looking for {other.first_name}", target.place, left, call_id=call_id)]
     me.steps_key = (now.date(), now.hour)
-    mind.record(me, EventKind.SEEK, f"{me.persona.name} goes to {mind.place_name(target.place)} to find "
+    mind.record(me, EventKind.SEEK, f"{me.persona.name} goes to {there} to find "
                 f"{other.persona.name}", {"other": other.id, "place": target.place, "memory_id": target.news.id,
                                            "llm_call_id": call_id})
     mind.record_schedule(me, "steps", f"looking for {other.first_name}",
@@ -146,4 +139,4 @@ async def seek(me: AgentState, mind: Mind) -> bool:
     return True
 
 
-__all__ = ["LABEL", "MIN_MINUTES", "SEEK", "TARGETS", "Target", "seek", "targets", "usual_place"]
+__all__ = ["MIN_MINUTES", "SEEK", "TARGETS", "TEMPLATE", "Target", "seek", "targets", "usual_place"]

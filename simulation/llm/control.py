@@ -13,7 +13,8 @@ LLM adds above the script (``agora bench behaviour --control``, docs/behaviour.m
 - a scored question (options, e.g. whether to talk, the move to make in a conversation or an
   importance rating) puts all its probability on the first option the prompt lists: the
   reaction or move listed first (the engine lists them in a fixed shuffled order, so this is an
-  arbitrary one of those offered, the same in every seed), importance 1;
+  arbitrary one of those offered, the same in every seed), importance 1, and "Yes" to a yes-or-no
+  question (whether to go and find someone with news: the control sets out whenever offered);
 - what a person who stopped for something does instead (no example shown) is "takes a look
   around";
 - a question with no example (a probe) is answered "I don't know." in every text field its

@@ -12,8 +12,8 @@ nothing. What it answers:
 * ``plan``: every other hour from now, a choice picked with the seed (the schema's enums).
 * ``react`` (a choice, then for a reaction what the person does): ``react`` when someone can be
   talked to ("talk" by default), else ``react_alone``; the detail "going over to have a look".
-* ``seek`` (whether to go and find someone to tell them news): carry on, or with ``seek=True``
-  set out to find the first person offered.
+* ``seek`` (whether to go and find someone to tell them news, a yes-or-no question): "No", or
+  with ``seek=True`` "Yes".
 * ``utterance``: a numbered line about the party, then the question's own example line for the
   chosen move (so it does what the move is for: tells the news, asks with a "?").
 * ``recap``, ``questions``, ``insights`` (citing the schema's statement numbers), ``probe*``:
@@ -45,7 +45,7 @@ from typing import Any
 from simulation.cognition.aims import option_text
 from simulation.cognition.prompts import DATA_TAGS
 from simulation.cognition.react import CONTINUE, LABELS, TALK
-from simulation.cognition.seek import LABEL as GOING
+from simulation.cognition.yesno import NO, YES
 from simulation.core import Aim, Move, Purpose
 from simulation.llm.backend import OnDone
 from simulation.llm.scoring import ScoredOptions
@@ -258,7 +258,7 @@ class ScriptedBackend(AnsweringBackend):
     requires gets a valid value. ``garbage``: purposes answered with invalid JSON (to exercise
     retries and safe defaults). ``talk``/``react``/``react_alone``: the reaction's decision with and
     without someone to talk to. ``seek``: whether a person asked to go and find someone with news
-    sets out (the first such option) or carries on (the default). ``end_after``: the conversation line that says goodbye.
+    sets out ("Yes") or carries on ("No", the default). ``end_after``: the conversation line that says goodbye.
     ``prefer``: moves (``core.Aim`` values, e.g. ``("invite", "accept")``) chosen whenever offered.
     ``importance``: a memory's text to its rating (1-10). ``batches`` holds every batch asked.
     """
@@ -297,10 +297,7 @@ class ScriptedBackend(AnsweringBackend):
             wanted = self.react if TALK in decisions else self.react_alone
             return decisions.get(wanted, options[0])
         if req.purpose == Purpose.SEEK:
-            labels = option_labels(req)
-            going = [o for o, label in labels.items() if label.startswith(GOING)]
-            staying = [o for o, label in labels.items() if decision_of(label) == CONTINUE]
-            return ((going if self.seek else staying) or options)[0]
+            return YES if self.seek else NO
         if req.purpose == Purpose.IMPORTANCE:
             memories = shown(req, "memory")
             if memories and str(self.importance(memories[-1])) in options:
