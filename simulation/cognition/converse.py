@@ -34,6 +34,7 @@ from simulation.llm.seeds import derive_seed
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
+    from simulation.llm.client import Rating
     from simulation.cognition.mind import Mind
     from simulation.world.conversations import Conversation
 
@@ -150,6 +151,25 @@ def draw(probabilities: list[float], temperature: float, seed: int, how: str = "
     return best
 
 
+async def scored_pick(me: AgentState, mind: Mind, msgs: list[dict[str, str]], options: list[str],
+                      values: list[float], *, default: float, purpose: str, free: list[dict[str, str]] | None,
+                      factors: list[float] | None = None) -> tuple[int | None, Rating]:
+    """(the 0-based index of the option drawn, or None when the model could not be asked; the
+    rating): the model's probabilities over ``options`` (``Mind.ask_rating``), calibrated against
+    the content-free question ``free`` (None: not calibrated), scaled by ``factors`` and drawn
+    (``draw``). Every scored choice goes through here: a numbered menu (``choose_number``) and a
+    yes-or-no question (``yesno.choose_yes``)."""
+    rate = mind.ask_rating(me, msgs, options, values, default=default, purpose=purpose)
+    if free is not None:
+        rating, baseline = await asyncio.gather(rate, mind.baseline(me, free, options))
+    else:
+        rating, baseline = await rate, None
+    if not rating.probabilities:
+        return None, rating
+    probabilities = weighted(calibrated(rating.probabilities, baseline if not rating.sampled else None), factors)
+    return draw(probabilities, mind.settings_of(me).temperature, rating.seed, mind.settings.choices), rating
+
+
 async def choose_number(me: AgentState, mind: Mind, msgs: list[dict[str, str]], n: int, *, default: int,
                         purpose: str, template: str, factors: list[float] | None = None) -> tuple[int, int | None]:
     """(the 0-based index of the option chosen from a prompt listing ``n`` numbered options, the
@@ -158,16 +178,12 @@ async def choose_number(me: AgentState, mind: Mind, msgs: list[dict[str, str]], 
     the rating's value (the 1-based ``default`` when the model cannot be asked). ``template`` is the
     question's, which the content-free version is rendered from; ``factors`` (one per option) scale
     the calibrated probabilities before the draw (a person's prior, ``cognition.sociability``)."""
-    numbers = [str(i) for i in range(1, n + 1)]
-    rate = mind.ask_rating(me, msgs, numbers, [float(i) for i in range(1, n + 1)], default=float(default),
-                           purpose=purpose)
-    if mind.settings.calibrate:
-        rating, baseline = await asyncio.gather(rate, mind.baseline(me, content_free(template, n), numbers))
-    else:
-        rating, baseline = await rate, None
-    if rating.probabilities:
-        probabilities = weighted(calibrated(rating.probabilities, baseline if not rating.sampled else None), factors)
-        return draw(probabilities, mind.settings_of(me).temperature, rating.seed, mind.settings.choices), rating.call_id
+    free = content_free(template, n) if mind.settings.calibrate else None
+    pick, rating = await scored_pick(me, mind, msgs, [str(i) for i in range(1, n + 1)],
+                                     [float(i) for i in range(1, n + 1)], default=float(default),
+                                     purpose=purpose, free=free, factors=factors)
+    if pick is not None:
+        return pick, rating.call_id
     return min(n, max(1, round(rating.value))) - 1, rating.call_id
 
 

@@ -13,17 +13,17 @@ How. The backend scores the two answers ``Yes`` and ``No`` as whole answers
 (``Mind.ask_rating``); the pair is calibrated against the same question with its content
 blanked (``calibrate.content_free``: a model's habit of saying "Yes" is divided out, Zhao et al.
 2021); the person's prior (``factor``, e.g. ``sociability.talk_odds``) multiplies the odds of
-yes; and the answer is drawn with the question's own seed (``converse.draw``), so a seed is a
+yes; and the answer is drawn with the question's own seed (``converse.scored_pick``, as every
+scored choice), so a seed is a
 replicate and a replay is exact. Where the model cannot be asked, the ``default`` holds.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from simulation.cognition.calibrate import calibrated, content_free
-from simulation.cognition.converse import draw
+from simulation.cognition.converse import scored_pick
 from simulation.cognition.sociability import weighted
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ ANSWERS = (YES, NO)
 
 
 def yes_probability(probabilities: list[float], baseline: list[float] | None, factor: float) -> list[float]:
-    """[P(yes), P(no)] after calibration against ``baseline`` and the odds of yes scaled by ``factor``."""
+    """[P(yes), P(no)] after calibration against ``baseline`` and the odds of yes scaled by ``factor``
+    (what ``converse.scored_pick`` draws from for a yes-or-no question)."""
     return weighted(calibrated(probabilities, baseline), [factor, 1.0])
 
 
@@ -47,14 +48,9 @@ async def choose_yes(me: AgentState, mind: Mind, msgs: list[dict[str, str]], *, 
     (its content-free version is rendered from it, with ``blank`` for any field besides the name
     that the question's wording needs); ``factor`` scales the calibrated odds of yes."""
     free = content_free(template, 0, **blank) if mind.settings.calibrate else None
-    rate = mind.ask_rating(me, msgs, list(ANSWERS), [1.0, 0.0], default=1.0 if default else 0.0, purpose=purpose)
-    if free is not None:
-        rating, baseline = await asyncio.gather(rate, mind.baseline(me, free, list(ANSWERS)))
-    else:
-        rating, baseline = await rate, None
-    if rating.probabilities:
-        probabilities = yes_probability(list(rating.probabilities), baseline if not rating.sampled else None, factor)
-        pick = draw(probabilities, mind.settings_of(me).temperature, rating.seed, mind.settings.choices)
+    pick, rating = await scored_pick(me, mind, msgs, list(ANSWERS), [1.0, 0.0], default=1.0 if default else 0.0,
+                                     purpose=purpose, free=free, factors=[factor, 1.0])
+    if pick is not None:
         return pick == 0, rating.call_id
     return rating.value >= 0.5, rating.call_id
 
