@@ -61,7 +61,7 @@ class EvalDouble(AnsweringBackend):
             return ScoredOptions([0.0 if o == picked else None for o in req.options], exact=True).to_text()
         rng = random.Random(req.seed)
         if p.startswith("ipip"):
-            item = next(i for i in ipip.items() if i.id == int(p[4:]))
+            item = next(i for i in ipip.items() if i.id == int(re.match(r"ipip(\d+)", p).group(1)))
             targets = self.perfect.get(persona_name(req))
             if targets is None:
                 return json.dumps({"rating": rng.randint(1, 5)})

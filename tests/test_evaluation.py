@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sqlite3
 import subprocess
@@ -29,6 +30,7 @@ from simulation.evaluation.session import EvalOptions, Session
 from simulation.evaluation.stats import bootstrap, cohens_kappa, kappa_undefined, majority_share, pearson
 from simulation.llm import registry
 from simulation.llm.factory import BackendChoice
+from simulation.llm.scoring import ScoredOptions
 from simulation.scenario import load_persona
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -358,8 +360,46 @@ def test_perfect_respondent_recovers_targets() -> None:
         assert effect is None or effect > 1.0, "people written high score far higher than those written low"
     assert _value(result, "bigfive", "kappa") == 1.0
     assert _value(result, "bigfive", "agreement_baseline") < 1.0
-    assert len(result.calls) == 50 * len(ts)
-    assert len(double.batches) == 1  # every item of every persona in one batch
+    assert len(result.calls) == 50 * len(ts) + 50  # and each item's one content-free question
+    assert len(double.batches) == 1  # every item of every persona, and the content-free ones, in one batch
+
+
+class _Leaning(EvalDouble):
+    """Rates every IPIP item with fixed probabilities: a persona's, and the blank question's (which
+    leans to 4, as a model drawn by an item's wording does)."""
+
+    PERSONA = (0.1, 0.1, 0.2, 0.4, 0.2)
+    BLANK = (0.05, 0.1, 0.2, 0.5, 0.15)
+
+    def answer(self, req):  # type: ignore[no-untyped-def]
+        if req.options is not None and req.purpose.startswith("ipip"):
+            blank = "<persona>\nN/A\n</persona>" in req.messages[0]["content"]
+            probs = self.BLANK if blank else self.PERSONA
+            return ScoredOptions([math.log(p) for p in probs], exact=True).to_text()
+        return super().answer(req)
+
+
+def test_calibration_divides_out_the_items_own_pull_by_hand() -> None:
+    """p_calibrated ∝ p / p_blank: (0.1, 0.1, 0.2, 0.4, 0.2) over (0.05, 0.1, 0.2, 0.5, 0.15) is
+    (2, 1, 1, 0.8, 4/3) / 6.1333, whose expected rating is 2.75; the raw one is 3.5."""
+    ts = targets.resolve([ISABELLA])
+    result = engine.evaluate(ts, _Leaning(), _Leaning(), EvalOptions(suites=("bigfive",), items=5))
+    row = next(m for m in result.metrics if m.metric == "openness" and m.target == ts[0].key)
+    (value,) = row.details["items"].values()  # item 5: intellect, plus-keyed
+    (raw,) = row.details["items_uncalibrated"].values()
+    assert value == pytest.approx(2.75, abs=1e-3) and raw == pytest.approx(3.5, abs=1e-3)
+    assert row.value == pytest.approx((2.75 - 1) / 4, abs=1e-3)
+    assert row.details["uncalibrated"] == pytest.approx((3.5 - 1) / 4, abs=1e-3)
+    free = [c for c in result.calls if c["target"] == "content-free"]
+    assert sorted(c["purpose"] for c in free) == [f"ipip{i}_free" for i in range(1, 6)]
+    assert all("N/A" in json.loads(c["messages"])[0]["content"] and "Isabella" not in c["messages"] for c in free)
+    assert _value(result, "bigfive", "uncalibrated_mae") is not None
+
+    plain = engine.evaluate(ts, _Leaning(), _Leaning(), EvalOptions(suites=("bigfive",), items=5, calibrate=False))
+    row = next(m for m in plain.metrics if m.metric == "openness" and m.target == ts[0].key)
+    assert row.value == pytest.approx((3.5 - 1) / 4, abs=1e-3)
+    assert not [c for c in plain.calls if c["target"] == "content-free"]
+    assert not [m for m in plain.metrics if m.metric.startswith("uncalibrated_")]
 
 
 def test_unusable_item_answers_are_missing_not_guessed() -> None:

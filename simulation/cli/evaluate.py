@@ -43,6 +43,9 @@ def eval_(
     seed: Annotated[int, typer.Option(min=0, max=2**31 - 1, help="seed of every request and bootstrap")] = 0,
     items: Annotated[Optional[int], typer.Option(
         min=1, max=50, help="bigfive: IPIP items per agent (default all 50)")] = None,
+    calibrate: Annotated[bool, typer.Option(
+        "--calibrate/--no-calibrate", help="bigfive: divide each item's answer by the item's content-free "
+        "answer (persona blanked), as the town's choices are")] = True,
     settings: Annotated[int, typer.Option(min=1, max=20, help="personagym: settings per agent")] = 2,
     questions: Annotated[int, typer.Option(min=1, max=10, help="personagym: questions per task and setting")] = 1,
     max_items: Annotated[int, typer.Option(
@@ -69,7 +72,8 @@ def eval_(
     agent_model = models.agent_model(found, agent_choice)
     judge_model_ = models.judge_model(agent_model, judge_choice)
     agent_settings, judge_settings = agent_model.settings, judge_model_.settings
-    options = EvalOptions(suites=suites, seed=seed, items=items, settings=settings, questions=questions,
+    options = EvalOptions(suites=suites, seed=seed, items=items, calibrate=calibrate, settings=settings,
+                          questions=questions,
                           max_items=max_items, bootstrap=bootstrap, temperature=temperature,
                           judge_temperature=judge_temperature)
     show = common.show_progress(quiet)

@@ -5,6 +5,15 @@ the question), so no answer can lean on an earlier one. The rating is the expect
 the model's probabilities of answering 1 ... 5 (``simulation.llm.scoring``), not a sampled
 digit: a sampled "4" was the answer to about 87 % of items whatever the persona. An item the
 backend can neither score nor answer is missing, not guessed.
+
+Calibrated (the default, ``EvalOptions.calibrate``): a model rates an item from its wording as
+much as from the persona (the bundled 135M put every persona's openness at about 0.55), so each
+item is also asked once with the persona blanked ("N/A", ``agent_system.j2``), and the persona's
+probabilities are divided by that content-free answer before the expected value is taken
+("Calibrate Before Use", Zhao et al. 2021, as the town's scored choices are:
+``cognition.calibrate``). What is left is how far the persona moves the answer from the item's
+pull on the model. The uncalibrated value of every item is kept beside it (``details``), and
+``--no-calibrate`` scores the raw answers.
 The comparison helpers here (``compare``, ``aggregate_factors``) serve the interview suite too.
 """
 
@@ -15,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simulation.cognition.calibrate import BLANK, calibrated
 from simulation.evaluation import ipip, prompts
 from simulation.evaluation.ipip import FACTORS
 from simulation.evaluation.session import Metric, Session
@@ -25,6 +35,9 @@ SUITE = "bigfive"
 
 
 LIKERT = ("1", "2", "3", "4", "5")
+VALUES = (1.0, 2.0, 3.0, 4.0, 5.0)
+FREE = "content-free"
+"""The call log's target of the content-free questions (one per item, shared by every agent)."""
 
 
 @dataclass
@@ -165,35 +178,67 @@ def aggregate_factors(suite: str, results: list[FactorResult], session: Session,
 
 
 def planned(session: Session, targets: list[Target]) -> int:
-    return len(ipip.select(session.options.items)) * len(targets)
+    items = len(ipip.select(session.options.items))
+    return items * len(targets) + (items if session.options.calibrate and targets else 0)
 
 
-async def _one(session: Session, t: Target, ctx: dict, item: ipip.Item) -> tuple[int, float | None, int | None]:
+Baseline = list[float] | None
+"""An item's content-free probabilities over 1 ... 5 (None: not asked, or no probabilities)."""
+
+
+async def _free(session: Session, item: ipip.Item) -> Baseline:
+    """The item asked with the persona and the name blanked: what its wording alone draws."""
+    msgs = prompts.agent_messages({"first": BLANK, "content_free": True}, "ipip_item.j2", statement=item.statement)
+    rating = await session.ask_rating("agent", FREE, msgs, LIKERT, VALUES, default=3.0, purpose=f"ipip{item.id}_free")
+    return rating.probabilities if rating.ok and not rating.sampled else None
+
+
+def expected(probabilities: list[float]) -> float:
+    return sum(v * p for v, p in zip(VALUES, probabilities, strict=True))
+
+
+async def _one(session: Session, t: Target, ctx: dict, item: ipip.Item,
+               free: asyncio.Future[Baseline] | None) -> tuple[int, float | None, float | None, int | None]:
+    """(item id, the rating scored, the uncalibrated rating, the call id)."""
     msgs = prompts.agent_messages(ctx, "ipip_item.j2", statement=item.statement)
-    rating = await session.ask_rating("agent", t.key, msgs, LIKERT, [1.0, 2.0, 3.0, 4.0, 5.0], default=3.0,
+    rating = await session.ask_rating("agent", t.key, msgs, LIKERT, list(VALUES), default=3.0,
                                       purpose=f"ipip{item.id}")
-    return item.id, round(rating.value, 4) if rating.ok else None, rating.call_id
+    if not rating.ok:
+        return item.id, None, None, rating.call_id
+    raw = round(rating.value, 4)
+    baseline = await free if free is not None else None
+    if baseline is None or rating.sampled:
+        return item.id, raw, raw, rating.call_id
+    return item.id, round(expected(calibrated(rating.probabilities, baseline)), 4), raw, rating.call_id
 
 
-async def evaluate(session: Session, t: Target) -> FactorResult:
+async def evaluate(session: Session, t: Target, free: dict[int, asyncio.Future[Baseline]]) -> FactorResult:
     asked = ipip.select(session.options.items)
     ctx = prompts.persona_context(t.persona, t.memories)
-    got = await asyncio.gather(*(_one(session, t, ctx, item) for item in asked))
-    answers = {item_id: rating for item_id, rating, _ in got}
+    got = await asyncio.gather(*(_one(session, t, ctx, item, free.get(item.id)) for item in asked))
+    answers = {item_id: rating for item_id, rating, _, _ in got}
+    raw = {item_id: value for item_id, _, value, _ in got}
     scores = ipip.score(answers, asked)
+    raw_scores = ipip.score(raw, asked)
     details = {
         f: {"mean_1_5": s.mean, "answered": s.answered, "missing": s.missing,
-            "items": {str(it.id): answers[it.id] for it in asked if it.factor == f}}
+            "items": {str(it.id): answers[it.id] for it in asked if it.factor == f},
+            "calibrated": bool(free), "uncalibrated": raw_scores[f].scaled,
+            "items_uncalibrated": {str(it.id): raw[it.id] for it in asked if it.factor == f}}
         for f, s in scores.items()
     }
     result = FactorResult(t.key, {f: s.scaled for f, s in scores.items()},
                           {f: getattr(t.persona.big_five, f) for f in FACTORS}, details)
-    result.details["_calls"] = {"call_ids": [c for _, _, c in got]}
+    result.details["_calls"] = {"call_ids": [c for _, _, _, c in got]}
     return result
 
 
 async def run(session: Session, targets: list[Target]) -> list[FactorResult]:
-    return list(await asyncio.gather(*(evaluate(session, t) for t in targets)))
+    """Every agent's items, and (calibrated) each item's one content-free question, asked together."""
+    free: dict[int, asyncio.Future[Baseline]] = {}
+    if session.options.calibrate and targets:
+        free = {item.id: asyncio.ensure_future(_free(session, item)) for item in ipip.select(session.options.items)}
+    return list(await asyncio.gather(*(evaluate(session, t, free) for t in targets)))
 
 
 def metrics(session: Session, targets: list[Target], results: list[FactorResult]) -> list[Metric]:
@@ -207,5 +252,18 @@ def metrics(session: Session, targets: list[Target], results: list[FactorResult]
     return out
 
 
+UNCALIBRATED = "uncalibrated_"
+"""Prefix of the across-agent figures of the raw answers, stored beside the calibrated ones."""
+
+
 def aggregate(session: Session, results: list[FactorResult], scope: str, run_id: str | None) -> list[Metric]:
-    return aggregate_factors(SUITE, results, session, scope, run_id)
+    """``aggregate_factors``; calibrated, also the raw answers' MAE, agreement, correlations and effect
+    sizes (``uncalibrated_...``, same bootstrap resamples), so the calibration's effect is paired."""
+    out = aggregate_factors(SUITE, results, session, scope, run_id)
+    if not session.options.calibrate:
+        return out
+    raw = [FactorResult(r.target, {f: r.details[f]["uncalibrated"] for f in FACTORS}, r.targets) for r in results]
+    for m in aggregate_factors(SUITE, raw, session, scope, run_id):
+        if m.metric in ("mae", "agreement") or m.metric.startswith(("correlation_", "effect_")):
+            out.append(Metric(SUITE, UNCALIBRATED + m.metric, m.value, m.target, m.run_id, m.agent_id, m.details))
+    return out

@@ -199,16 +199,26 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
             lines.append(f"| {names[key]} | " + " | ".join(cells) + f" | {_fmt(look.value(suite, 'mae', key))} | "
                          f"{_fmt(look.value(suite, 'agreement', key))} | "
                          f"{_fmt(look.value(suite, 'agreement_baseline', key))} |")
-        lines += ["", f"Across agents: MAE {_ci(look.get(suite, 'mae'))}; high/low {agreement_text(look, suite)}.", "",
+        raw = suite == "bigfive" and look.get(suite, "uncalibrated_mae") is not None
+        if suite == "bigfive":
+            lines += ["", "Calibrated: each item's probabilities over 1-5 divided by those of the same item asked "
+                      "with the persona blanked (N/A), so what is scored is how far the persona moves the answer; "
+                      "the uncalibrated columns score the same answers raw." if raw else
+                      "Uncalibrated: each item's expected value over the model's probabilities of 1-5."]
+        lines += ["", f"Across agents: MAE {_ci(look.get(suite, 'mae'))}; high/low {agreement_text(look, suite)}."
+                  + (f" Uncalibrated: MAE {_ci(look.get(suite, 'uncalibrated_mae'))}, agreement "
+                     f"{_ci(look.get(suite, 'uncalibrated_agreement'))}." if raw else ""), "",
                   "| factor | agreement | constant guess | kappa | correlation (target, measured) "
-                  "| effect size (d, high vs low) | MAE |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| effect size (d, high vs low) | MAE |" + (" r uncalibrated | d uncalibrated |" if raw else ""),
+                  "|---|---|---|---|---|---|---|" + ("---|---|" if raw else "")]
         for f in FACTORS:
             lines.append(f"| {f} | {_ci(look.get(suite, f'agreement_{f}'))} | "
                          f"{_fmt(look.value(suite, f'agreement_baseline_{f}'))} | "
                          f"{kappa_cell(look.get(suite, f'kappa_{f}'))} | "
                          f"{_ci(look.get(suite, f'correlation_{f}'))} | {_ci(look.get(suite, f'effect_{f}'))} | "
-                         f"{_ci(look.get(suite, f'mae_{f}'))} |")
+                         f"{_ci(look.get(suite, f'mae_{f}'))} |"
+                         + (f" {_ci(look.get(suite, f'uncalibrated_correlation_{f}'))} | "
+                            f"{_ci(look.get(suite, f'uncalibrated_effect_{f}'))} |" if raw else ""))
         lines += ["", images.get(suite, ""), ""]
     if "personagym" in result.suites:
         lines += ["## PersonaGym", "", "Task means on 1-5; PersonaScore = mean of the task means.", "",
