@@ -34,6 +34,16 @@ class FactTracker:
         self.aware: dict[str, set[str]] = {f.id: set() for f in facts}
         """fact id -> the people aware of it so far."""
 
+    def correct(self, fact: FactText) -> None:
+        """A fact's text (and details) corrected: the memories formed from now on are checked, and
+        their details read, against the new version (earlier rows keep what they were scored by)."""
+        self.facts[fact.id] = fact
+        self.detector.replace(fact)
+
+    def add_person(self, name: str) -> None:
+        """Someone arrived: the detector knows their name as one of the town's people."""
+        self.detector.add_person(name)
+
     def load(self, db: Any, run_id: str) -> None:
         """Who was aware of what at the last committed tick (resume)."""
         for fact_id, agent_id in db.execute(

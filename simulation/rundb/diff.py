@@ -30,12 +30,16 @@ VOLATILE: dict[str, frozenset[str]] = {
 SKIPPED_TABLES = frozenset({"resume_state"})
 """Bookkeeping of how a run was stepped (its checkpoint, how often it was resumed), not what happened."""
 
-PREFIX_TICK = {"conversations": "ended_tick", "inbox": "delivered_tick"}
+PREFIX_TICK = {"conversations": "ended_tick", "inbox": "delivered_tick", "agents": "arrived_tick"}
 """How a table's rows are dated when only the ticks before a fork are compared (default ``tick``):
-a conversation belongs to the prefix once it has ended, a whisper once it was delivered."""
-LATER = {"runs": frozenset({"ticks_done"}), "memories": frozenset({"last_accessed"})}
+a conversation belongs to the prefix once it has ended, a whisper once it was delivered, a
+person once they arrived (0 for the people a run starts with)."""
+LATER = {"runs": frozenset({"ticks_done"}), "memories": frozenset({"last_accessed", "importance"}),
+         "agents": frozenset({"left_tick"})}
 """Columns of a prefix's rows that later ticks update in place (how many ticks a run did, when a
-memory was last retrieved): left out when only the ticks before a fork are compared."""
+memory was last retrieved, its importance when it is rated later, such as a line's at its
+conversation's recap, when someone left): left out when only the ticks before a fork are compared.
+(The questions that rated a memory within the prefix are its ``llm_calls`` rows, compared whole.)"""
 AFTER_THE_END = frozenset({"probes", "behaviour", "embeddings"})
 """Left out of a prefix comparison: what a run writes at its end (probe answers, its metrics),
 and the vectors of its texts (each memory's text is compared; its vector follows from it)."""

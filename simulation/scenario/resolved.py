@@ -39,7 +39,12 @@ class LoadedScenario(BaseModel):
     path: str
     scenario: Scenario
     people: list[ResolvedPersona]
+    """The people the run starts with."""
     source_text: str
+    arrivals: dict[int, ResolvedPersona] = {}
+    """Index into ``scenario.events`` of each ``arrival`` -> the person who arrives, resolved as
+    ``people`` are (``start_place`` is where they arrive). Not in ``people``: nothing of them exists
+    before they arrive, so a fork that adds someone is its parent, row for row, until then."""
 
     @model_validator(mode="before")
     @classmethod
@@ -53,9 +58,13 @@ class LoadedScenario(BaseModel):
                 data = {**data, "scenario": {**data["scenario"], "llm": registry.own_fields(llm)}}
         return data
 
+    def everyone(self) -> list[ResolvedPersona]:
+        """The people the run starts with, then those who arrive during it (in the events' order)."""
+        return self.people + [self.arrivals[i] for i in sorted(self.arrivals)]
+
     def persona(self, agent_id: str) -> Persona:
-        return next(p.persona for p in self.people if p.persona.id == agent_id)
+        return next(p.persona for p in self.everyone() if p.persona.id == agent_id)
 
     def llm_groups(self) -> dict[str, str]:
-        """Person -> model group, for the people who name one (``llm:`` on their entry)."""
-        return {p.persona.id: p.llm_group for p in self.people if p.llm_group is not None}
+        """Person -> model group, for the people who name one (``llm:`` on their entry), arrivals too."""
+        return {p.persona.id: p.llm_group for p in self.everyone() if p.llm_group is not None}
