@@ -3,7 +3,8 @@
 A probe's verdict is computed when the answer is given, from the answer, the question, the fact's
 details and whether the person was aware (all stored in run.db). When the scoring rules improve,
 old runs should be judged by the same rules as new ones, without asking the model again: this
-reads the stored answers back and writes fresh verdicts. Awareness is not recomputed; it comes
+reads the stored answers back and writes fresh verdicts, against each fact as it stood when they
+were asked (the run's corrections applied: ``rules.corrections``). Awareness is not recomputed; it comes
 from the tracker at the time and is kept as stored. Whether the model gave a usable answer is
 read from ``probes.ok`` (a failed answer is scored ``failed``); a run that stored no ``ok``
 (NULL, or an older run.db without the column) counts its answers as usable.
@@ -19,18 +20,23 @@ import yaml
 
 from simulation.provenance.details import DetailReader, place_aliases
 from simulation.provenance.probes import score_answer
+from simulation.provenance.rules import corrections
 
 
 def rescore_probes(con: sqlite3.Connection, run_id: str) -> int:
     """Re-score every fact probe of ``run_id`` in place (the caller commits); returns how many."""
     from simulation.provenance.facts import fact_text
-    from simulation.scenario import Fact
+    from simulation.scenario import Fact, FactDetail
 
     row = con.execute("select scenario_yaml from runs where run_id = ?", (run_id,)).fetchone()
     if row is None or not row[0]:
         return 0
     doc = yaml.safe_load(row[0]) or {}
     facts = {f["id"]: Fact.model_validate(f) for f in doc.get("facts") or [] if isinstance(f, dict) and "id" in f}
+    for fact_id, (_, text, details) in corrections(con, run_id).items():  # probes are asked at the end: by then
+        if fact_id in facts:
+            facts[fact_id] = facts[fact_id].model_copy(update={"text": text, "details": [
+                FactDetail.model_validate(d) for d in details]})
     places = {pid: (name, kind or "") for pid, name, kind in
               con.execute("select place_id, name, kind from places where run_id = ?", (run_id,))}
     reader = DetailReader(place_aliases(places))

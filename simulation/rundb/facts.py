@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulation.provenance.rules import AWARE_SOURCES, TOLD_SOURCES, VERDICTS
+from simulation.provenance.rules import AWARE_SOURCES, TOLD_SOURCES, VERDICTS, corrections
 from simulation.rundb.connect import column_names, table_names
 from simulation.rundb.metrics import people
 
@@ -37,9 +37,21 @@ class FactInfo:
     id: str
     text: str
     details: list[dict[str, Any]] = field(default_factory=list)
+    corrected: int | None = None
+    """The tick of the correction that gave ``text`` and ``details`` (None: the scenario's own)."""
 
 
 def facts(con: Any, run_id: str) -> dict[str, FactInfo]:
+    """fact id -> the fact as it stands at the end of what was run: the scenario's ``facts:`` (from
+    ``resume_state``), with the corrections the run made (``provenance.rules.corrections``)."""
+    found = _started(con, run_id)
+    for fact_id, (tick, text, details) in corrections(con, run_id).items():
+        if fact_id in found:
+            found[fact_id] = FactInfo(fact_id, text, details, corrected=tick)
+    return found
+
+
+def _started(con: Any, run_id: str) -> dict[str, FactInfo]:
     """fact id -> the fact as the run was started (the scenario's ``facts:``, from ``resume_state``)."""
     if "resume_state" not in table_names(con):
         return {}
