@@ -181,6 +181,59 @@ def test_a_fact_corrected_at_the_fork_is_what_later_memories_and_probes_are_scor
     _readers_work(fork.run_dir)
 
 
+AWARE = "('seeded', 'whispered', 'perceived', 'heard')"
+
+
+def _plans_for(sim: Simulation, person: str) -> tuple[set[str], list[str]]:
+    """Where ``person`` would go to the party: the places of the happenings they know of (what
+    plans and invitations are made from), and the party options of their menu on February 14."""
+    from datetime import date
+
+    from simulation.cognition.menu import day_menu
+
+    mind = sim.model.mind
+    me = sim.model.people[person].state
+    places = {h.place for h in mind.happenings(person) if h.fact == "party"}
+    menu = [o.label for o in day_menu(me, mind, [], date(2023, 2, 14)) if "party" in o.label]
+    return places, menu
+
+
+def test_after_a_correction_each_person_acts_on_the_version_they_were_told(parent, tmp_path):
+    """The party moves to the Rose and Crown at 09:00. Someone who heard of it at Hobbs Cafe
+    before and is told nothing new still plans for Hobbs Cafe (and their answer that it is there
+    is wrong by the corrected fact); Isabella, whispered the new place, plans for the pub. Which
+    version each holds comes back the same after a resume."""
+    aware_before = {a for a, in _rows(parent, f"select agent_id from fact_memories where fact_id = 'party' "
+                                              f"and source in {AWARE} and tick < ?", (AT,))}
+    told, untold = "isabella_rodriguez", sorted(aware_before - {"isabella_rodriguez"})
+    assert told in aware_before and untold, "the scripted parent has someone else who heard of the party by then"
+    changes = [*parse_corrections([f"party={MOVED}"], ["party.place=rose_and_crown"]),
+               parse_whisper(f"{told}={MOVED}", fact="party")]
+    fork = _fork(parent, tmp_path / "whole", interventions=changes)
+    for person in untold:
+        places, menu = _plans_for(fork, person)
+        assert places == {"hobbs_cafe"} and menu == ["going to the party at Hobbs Cafe"], person
+        assert not _rows(fork.run_dir, "select 1 from fact_memories where fact_id = 'party' and agent_id = ? and "
+                                       "tick >= ? and declared = 1", (person, AT))
+        (answer, verdict, details), = _rows(
+            fork.run_dir, "select answer, verdict, details from probes where fact_id = 'party' and agent_id = ?",
+            (person,))
+        assert "Hobbs Cafe" in answer and verdict == "wrong" and json.loads(details)["place"] == "changed"
+    places, menu = _plans_for(fork, told)
+    assert places == {"rose_and_crown"} and menu == ["going to the party at The Rose and Crown Pub"]
+
+    part = Simulation.fork(parent, at=AT, out=tmp_path / "part", backend=ScriptedBackend(), interventions=changes)
+    with part:
+        step_run(part, 3)
+        held = {fact: dict(people) for fact, people in part.model.facts.held.items()}
+    assert held["party"][told] == 1 and all(held["party"].get(p) == 0 for p in untold)
+    with Simulation.resume(part.run_dir, backend=ScriptedBackend()) as resumed:
+        assert resumed.model.facts.held == held, "replayed from the rows"
+        resumed.run()
+    assert resumed.model.facts.held == fork.model.facts.held
+    assert first_difference(fork.run_dir / "run.db", part.run_dir / "run.db") is None
+
+
 def test_the_detector_checks_texts_against_a_corrected_fact(embedder):
     from simulation.provenance.conveys import ConveysDetector, FactText
     from simulation.provenance.details import Detail

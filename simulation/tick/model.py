@@ -211,13 +211,16 @@ class TownModel(mesa.Model):
 
     def _happenings(self, person_id: str) -> list[Happening]:
         """The facts ``person_id`` is aware of that say where and when something happens (a place,
-        a date and a time detail), as happenings, and those they accepted an invitation to, by start."""
+        a date and a time detail), as happenings, and those they accepted an invitation to, by start.
+        Each as the version the person holds (``FactTracker.version_held``): after a correction,
+        whoever has not been told it still goes where and when they heard."""
         out = []
-        aware = self.facts.aware if self.facts is not None else {}
+        tracker = self.facts
         for fact in self._as_now.facts:
-            if person_id not in aware.get(fact.id, set()):
+            held = tracker.version_held(fact.id, person_id) if tracker is not None else None
+            if held is None:
                 continue
-            kinds = {d.kind: d.value for d in fact.details}
+            kinds = {d.kind: d.value for d in held.details}
             if not {"place", "date", "time"} <= kinds.keys():
                 continue
             day = date.fromisoformat(kinds["date"])
@@ -413,14 +416,15 @@ class TownModel(mesa.Model):
 
     def _correct(self, ev: ScheduledEvent, *, fresh: bool = True) -> None:
         """A correction: the fact's text (and details, if given) are the new ones from now on: the
-        tracker checks and reads later memories against them, probes are scored by them, and the
-        happenings people know of follow them. Fresh, a ``correction`` event records the change."""
+        tracker checks and reads later memories against them and probes are scored by them. Nobody
+        learns of it by this: each aware person acts on the version they hold until they are told
+        the new one (``FactTracker.version_held``). Fresh, a ``correction`` event records it."""
         fact = ev.fact or ""
         was = next(f for f in self._as_now.facts if f.id == fact)
         self._as_now = self._as_now.with_correction(fact, ev.text, ev.details)
         now = next(f for f in self._as_now.facts if f.id == fact)
-        if self.facts is not None:
-            self.facts.correct(fact_text(now))
+        if self.facts is not None:  # delivered at its own tick (runs step from 0), resumed or not
+            self.facts.correct(fact_text(now), self.clock.tick_at(ev.at))
         if fresh:
             self.log_event(None, EventKind.CORRECTION, ev.text, {
                 "fact": fact, "was": was.text, "details": [d.model_dump(mode="json") for d in now.details]})
