@@ -78,6 +78,85 @@ def _readers_work(run_dir: Path) -> None:
         con.close()
 
 
+# ---------------------------------------------------------------------- per person, while there
+
+def _as_before(con: sqlite3.Connection, run_id: str) -> dict[str, float | None]:
+    """The per-person numbers by the formulas used before people could arrive or leave: everyone
+    ever in the run, over the whole run (``n * hours``, density over all ``n``, aware / ``n``)."""
+    from simulation.rundb.behaviour import encounters, game_hours
+    from simulation.rundb.facts import spread
+    from simulation.rundb.metrics import knows_by_tick, pair_density
+
+    n = con.execute("select count(*) from agents where run_id = ?", (run_id,)).fetchone()[0]
+    named = con.execute("select count(*) from agents where run_id = ? and not crowd", (run_id,)).fetchone()[0]
+    hours = game_hours(con, run_id)
+    calls, tokens = con.execute("select count(*), sum(coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0)) "
+                                "from llm_calls where run_id = ? and purpose not like 'probe%'", (run_id,)).fetchone()
+    gained, = con.execute("select coalesce(sum(importance), 0) from memories where run_id = ? and importance is not "
+                          "null and kind not in ('seed', 'reflection', 'summary')", (run_id,)).fetchone()
+    days = {(a, t[:10], x.split(" is ", 1)[-1].rsplit(" at ", 1)[0].lower()) for a, t, x in con.execute(
+        "select agent_id, sim_time, text from events where run_id = ? and kind = 'action'", (run_id,))}
+    pairs = [k.pairs for k in knows_by_tick(con, run_id)]
+    return {
+        "talk.encounters_per_agent_hour": 2 * encounters(con, run_id) / (n * hours),
+        "llm.calls_per_agent_hour": calls / (n * hours), "llm.tokens_per_agent_hour": tokens / (n * hours),
+        "plans.activities_per_agent_day": len(days) / max(1e-9, n * hours / 24.0),
+        "memory.importance_per_agent_hour": gained / (named * hours),
+        "relationships.density_start": pair_density(n, pairs[0]), "relationships.density_end": pair_density(n, pairs[-1]),
+        **{f"facts.{f}.aware_share": s.aware / n for f, s in spread(con, run_id).items()},
+    }
+
+
+def test_an_ordinary_runs_per_person_numbers_are_what_they_were(parent):
+    """Everyone there from the start to the end: person-hours are people x game hours, bit for bit."""
+    from simulation.rundb.behaviour import behaviour
+
+    con = sqlite3.connect(parent / "run.db")
+    try:
+        run_id = con.execute("select run_id from runs").fetchone()[0]
+        before, now = _as_before(con, run_id), behaviour(con, run_id)
+    finally:
+        con.close()
+    assert {k: now[k] for k in before} == before
+
+
+def test_per_person_numbers_count_the_hours_each_was_in_the_town(parent, tmp_path):
+    """Eli arrives half way and Walter leaves then: 8 people for 12 ticks, then 8 again (Eli in,
+    Walter out), so 8 people-equivalents over the run's hours; the density of a tick is over the
+    people there then; the aware share over those in the town at the end."""
+    from simulation.rundb.behaviour import behaviour, game_hours
+    from simulation.rundb.facts import spread
+    from simulation.rundb.metrics import knows_by_tick
+    from simulation.rundb.presence import headcount, run_ticks, stays
+
+    changes = [parse_addition(f"{ELI}@town_square"), parse_removal("walter_hughes")]
+    fork = _fork(parent, tmp_path, interventions=changes)
+    con = sqlite3.connect(fork.run_dir / "run.db")
+    try:
+        run_id = con.execute("select run_id from runs").fetchone()[0]
+        stayed = stays(con, run_id)
+        assert headcount(stayed, run_ticks(con, run_id)) == 8.0 and len(stayed) == 9
+        assert headcount(stayed, run_ticks(con, run_id), ["eli_novak", "walter_hughes"]) == 1.0
+        hours = game_hours(con, run_id)
+        calls, = con.execute("select count(*) from llm_calls where run_id = ? and purpose not like 'probe%'",
+                             (run_id,)).fetchone()
+        got = behaviour(con, run_id)
+        assert got["llm.calls_per_agent_hour"] == calls / (8.0 * hours)
+        knows = knows_by_tick(con, run_id)
+        assert {k.people for k in knows} == {8}
+        born: dict[frozenset[str], int] = {}
+        for a, b, tick in con.execute("select agent_id, other_id, tick from relationships where run_id = ?", (run_id,)):
+            born[frozenset((a, b))] = min(tick, born.get(frozenset((a, b)), tick))
+        for k in knows:
+            gone = "eli_novak" if k.tick < AT else "walter_hughes"
+            assert k.pairs == sum(t <= k.tick and gone not in pair for pair, t in born.items()), k
+        assert any("walter_hughes" in pair and t < AT for pair, t in born.items()), "Walter's ties leave with him"
+        party = spread(con, run_id)["party"]
+        assert party.people == 8 and got["facts.party.aware_share"] == party.aware_share
+    finally:
+        con.close()
+
+
 # ---------------------------------------------------------------------- a person removed
 
 def test_a_person_removed_at_the_fork_leaves_the_town_and_their_conversation_ends(parent, tmp_path):
