@@ -192,6 +192,24 @@ def test_a_person_removed_at_the_fork_leaves_the_town_and_their_conversation_end
     _readers_work(fork.run_dir)
 
 
+def test_a_run_resumed_after_someone_left_remembers_them_as_they_left(parent, tmp_path):
+    """The checkpoint keeps whoever left: resumed between the departure and the end, the one who
+    left is as they were when they left (not as the run started), and the rows are those of the
+    fork made in one go."""
+    leaves = "walter_hughes"
+    whole = _fork(parent, tmp_path / "whole", interventions=[parse_removal(leaves)])
+    part = Simulation.fork(parent, at=AT, out=tmp_path / "part", backend=ScriptedBackend(),
+                           interventions=[parse_removal(leaves)])
+    with part:
+        step_run(part, 2)
+    with Simulation.resume(part.run_dir, backend=ScriptedBackend()) as resumed:
+        gone = resumed.model.mind.person(leaves)
+        assert gone.stored() == whole.model.mind.person(leaves).stored()
+        assert leaves not in {a.agent_id for a in resumed.model.agents}
+        resumed.run()
+    assert first_difference(whole.run_dir / "run.db", part.run_dir / "run.db") is None
+
+
 # ---------------------------------------------------------------------- a person added
 
 def test_a_person_added_at_the_fork_arrives_there_and_lives_in_the_town_from_then_on(parent, tmp_path):

@@ -257,8 +257,8 @@ class TownModel(mesa.Model):
         """Everything between ticks that run.db's other tables do not hold, each part's as that part
         gives it (``simulation.tick.checkpoint`` stores it)."""
         version, internal, gauss = self.random.getstate()
-        return ModelState(
-            tick=self.tick, agents={a.agent_id: a.state.stored() for a in self.order},
+        return ModelState(  # everyone who has been in the town: others still look up who left
+            tick=self.tick, agents={pid: self.people[pid].state.stored() for pid in sorted(self.people)},
             streams=self.memory.stream_states(), conversations=self.conversations.state(),
             place_events=list(self.place_events), scheduled=[index for _, index, _ in self.scheduled],
             edges=self.social.state(), random_state=[version, list(internal), gauss],
@@ -284,7 +284,8 @@ class TownModel(mesa.Model):
         for agent_id, stored in state.agents.items():
             agent = self.people[agent_id]
             agent.state.restore(stored)
-            agent.move_to(agent.state.place)
+            if agent_id not in self.gone:  # whoever left is out of the town's space
+                agent.move_to(agent.state.place)
         self.memory.restore_streams(state.streams)
         for phase in self.phases:
             if phase.name in state.phases:
