@@ -159,15 +159,17 @@ def test_per_person_numbers_count_the_hours_each_was_in_the_town(parent, tmp_pat
 
 # ---------------------------------------------------------------------- a person removed
 
-def test_a_person_removed_at_the_fork_leaves_the_town_and_their_conversation_ends(parent, tmp_path):
+@pytest.mark.parametrize("leaver", [0, 1], ids=["who-began-it-leaves", "the-other-leaves"])
+def test_a_person_removed_at_the_fork_leaves_the_town_and_their_conversation_ends(parent, tmp_path, leaver):
     """Someone in the middle of a conversation leaves: it ends then ("left the town"), the one who
-    stays recaps it, and nothing of the one who left follows: no state, memory, question, line,
-    relationship or probe answer; their ``agents`` row says when they left."""
+    stays recaps it (and has its end event), and nothing of the one who left follows: no state,
+    memory, question, line, relationship or probe answer; their ``agents`` row says when they left."""
     open_then = _rows(parent, "select id, participants, started_tick from conversations "
                               "where ended_tick - started_tick >= 2 and started_tick >= 1 order by id")
     assert open_then, "the scripted parent has a conversation that goes on for some ticks"
     conv_id, participants, started = open_then[0]
-    stays, leaves = json.loads(participants)
+    pair = json.loads(participants)
+    leaves, stays = pair[leaver], pair[1 - leaver]
     at = started + 1
     fork = _fork(parent, tmp_path, at=at, interventions=[parse_removal(leaves)])
     ours, theirs = parent / "run.db", fork.run_dir / "run.db"
@@ -183,6 +185,8 @@ def test_a_person_removed_at_the_fork_leaves_the_town_and_their_conversation_end
                      (leaves, at))
     assert _rows(fork.run_dir, "select tick, kind from events where agent_id = ? and tick >= ?", (leaves, at)) == [
         (at, "departure")]
+    assert _rows(fork.run_dir, "select agent_id from events where kind = 'conversation_end' and "
+                               "json_extract(data, '$.conversation_id') = ?", (conv_id,)) == [(stays,)]
     assert dict(_rows(fork.run_dir, "select agent_id, left_tick from agents")) == {
         a: (at if a == leaves else None) for a, in _rows(parent, "select agent_id from agents")}
     asked = {a for a, in _rows(fork.run_dir, "select distinct agent_id from probes")}

@@ -407,7 +407,7 @@ class TownModel(mesa.Model):
         if fresh:
             conv = self.conversations.of(agent.state)
             if conv is not None:
-                self.conversations.end(conv, "left the town")
+                self.conversations.end(conv, "left the town", leaving=agent.agent_id)
             self.log_event(agent.state, EventKind.DEPARTURE, ev.text,
                            {"conversation_id": conv.id} if conv is not None else None)
             self.buffer.update("agents", (self.store.run_id, agent.agent_id), {"left_tick": self.tick})
