@@ -214,6 +214,27 @@ def test_a_run_resumed_after_someone_left_remembers_them_as_they_left(parent, tm
     assert first_difference(whole.run_dir / "run.db", part.run_dir / "run.db") is None
 
 
+def test_a_prefix_comparison_leaves_out_only_the_importance_of_lines_of_conversations_still_open(parent, tmp_path):
+    """A line's importance changes at its conversation's recap, which for a conversation open at
+    the fork comes after it: only those are not compared. Any other memory's importance is."""
+    copy = tmp_path / "run.db"
+    shutil.copy(parent / "run.db", copy)
+    (conv, started, ended), = _rows(parent, "select id, started_tick, ended_tick from conversations "
+                                            "where ended_tick - started_tick >= 2 order by id limit 1")
+    line, = _rows(parent, "select id from memories where conversation_id = ? and tick = ? limit 1", (conv, started))
+    (plain,), = _rows(parent, "select id from memories where conversation_id is null and tick between 1 and ? "
+                              "and importance is not null order by id limit 1", (started,))
+    for memory_id, at, compared in ((line[0], started + 1, False), (line[0], ended + 1, True),
+                                    (plain, started + 1, True)):
+        con = sqlite3.connect(copy)
+        con.execute("update memories set importance = importance + 1 where id = ?", (memory_id,))
+        con.commit()
+        con.close()
+        found = first_difference(parent / "run.db", copy, before_tick=at)
+        assert (found is not None) == compared and (found is None or found.column == "importance"), (memory_id, at)
+        shutil.copy(parent / "run.db", copy)
+
+
 # ---------------------------------------------------------------------- a person added
 
 def test_a_person_added_at_the_fork_arrives_there_and_lives_in_the_town_from_then_on(parent, tmp_path):
