@@ -416,6 +416,11 @@ def test_agora_fork_removes_adds_and_corrects_on_the_command_line(tmp_path, embe
         (["--correct", f"party={MOVED}", "--detail", "party.colour=red"], "--detail", "has no detail 'colour'"),
         (["--correct", f"party={MOVED}", "--detail", "party.time=late"], "--detail", "a time detail's value"),
         (["--detail", "party.place=rose_and_crown"], "--detail", "give --correct party=TEXT too"),
+        (["--correct", f"party={MOVED}"], "--correct",
+         "the new text of fact 'party' does not name its place Hobbs Cafe (hobbs_cafe); a fact's text and details "
+         "must agree: if that changed too, give it, e.g. --detail party.place=NEW_PLACE"),
+        (["--correct", "party=Isabella's party is at the Rose and Crown Pub at the weekend.", "--detail",
+          "party.place=rose_and_crown"], "--correct", "does not name its day 2023-02-14"),
         (["--add", f"{tmp_path / 'nobody.yaml'}@town_square"], "--add", "persona file not found"),
         (["--add", f"{ELI}@moon"], "--add", "unknown place 'moon'"),
         (["--add", f"{ELI}"], "--add", "expected PERSONA_FILE@PLACE"),
@@ -508,6 +513,11 @@ WHISPER_TO_WALTER = """  - at: "2023-02-13 09:00"
     (DEPARTURE.replace("walter_hughes", "nobody"), r"events\[0\]\.to: unknown persona 'nobody'"),
     (CORRECTION.replace("fact: party", "fact: rumour"), r"events\[0\]\.fact: unknown fact 'rumour'"),
     (CORRECTION.replace("value: rose_and_crown", "value: the_moon"), r"events\[0\]\.details\[0\]\.value: unknown place"),
+    (CORRECTION.replace("value: rose_and_crown", "value: hobbs_cafe"),
+     r"events\[0\]\.text: the corrected text of fact 'party' does not name its place Hobbs Cafe \(hobbs_cafe\)"),
+    (CORRECTION.replace("    details:\n      - {name: place, kind: place, value: rose_and_crown, aliases: [the pub]}\n"
+                        "      - {name: day, kind: date, value: \"2023-02-14\"}\n", ""),
+     r"events\[0\]\.text: .* does not name its place Hobbs Cafe .*give the new one in this event's details"),
     (DEPARTURE + WHISPER_TO_WALTER, r"events\[1\]\.to: 'walter_hughes' is not in the town at 2023-02-13 09:00: "
                                     r"they left at 2023-02-13 07:40 \(events\[0\]\)"),
     (DEPARTURE + DEPARTURE, r"events\[1\]\.to: 'walter_hughes' is not in the town"),

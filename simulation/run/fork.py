@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -35,10 +35,12 @@ from simulation.run.settings import RunSettings
 from simulation.run.recorded import deliver_whispers, recorded_run, recorded_whispers
 from simulation.scenario import FactDetail, LoadedScenario, PersonaEntry, ResolvedPersona, load_persona
 from simulation.scenario.loading import place_persona
+from simulation.scenario.references import shown_detail, unnamed_details
 from simulation.scenario.timeline import CHANGEABLE, ScheduledEvent
 
 if TYPE_CHECKING:
     from simulation.run.simulation import Simulation
+    from simulation.scenario import Scenario
 
 __all__ = ["OPTIONS", "Intervention", "Parent", "fork_settings", "forked_scenario", "parse_addition",
            "parse_corrections", "parse_event", "parse_interventions", "parse_removal", "parse_setting",
@@ -268,6 +270,7 @@ def forked_scenario(parent: Parent, at: int, interventions: Sequence[Interventio
             text = text or f"{town.leave(iv.to or '')} leaves the town."
         elif iv.kind == "correction":
             details = town.corrected_details(iv)
+            _check_agrees(sc, iv, details if details is not None else town.facts[iv.fact or ""].details, when)
         try:
             events.append(ScheduledEvent(at=when, kind=iv.kind, text=text, to=iv.to, place=iv.place,
                                          duration_minutes=iv.minutes, fact=iv.fact, setting=iv.setting, value=iv.value,
@@ -276,6 +279,18 @@ def forked_scenario(parent: Parent, at: int, interventions: Sequence[Interventio
             raise InputError(Problem(option, "; ".join(e["msg"] for e in exc.errors()))) from None
     return parent.loaded.model_copy(update={"scenario": sc.model_copy(update={"events": events}),
                                             "arrivals": arrivals})
+
+
+def _check_agrees(sc: Scenario, iv: Intervention, details: Sequence[FactDetail], when: datetime) -> None:
+    """InputError (``--correct``) when the corrected text does not name the fact's place or date as
+    they will stand (``scenario.references.unnamed_details``): the probes and the tracker would
+    score the new text itself as wrong."""
+    missing = unnamed_details(sc, iv.text, details, when.date())
+    if missing:
+        said = ", ".join(f"its {d.name} {shown_detail(sc, d)}" for d in missing)
+        how = " ".join(f"--detail {iv.fact}.{d.name}=NEW_{d.kind.upper()}" for d in missing)
+        raise InputError(Problem("--correct", f"the new text of fact {iv.fact!r} does not name {said}; a fact's "
+                                 f"text and details must agree: if that changed too, give it, e.g. {how}"))
 
 
 class _Town:

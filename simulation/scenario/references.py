@@ -6,7 +6,8 @@ duplicate id is a problem at the line that names it, all of them reported togeth
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import date, timedelta
 from pathlib import Path
 
 import networkx as nx
@@ -14,10 +15,31 @@ import networkx as nx
 from simulation.errors import Problem
 from simulation.formats.paths import resolve_path
 from simulation.formats.yamlfile import YamlDocument, missing_file
+from simulation.provenance.details import Detail, DetailReader, place_aliases
+from simulation.scenario.measures import FactDetail
 from simulation.scenario.resolved import ResolvedPersona
 from simulation.scenario.schema import Scenario
 
-__all__ = ["check_references"]
+__all__ = ["check_references", "unnamed_details"]
+
+
+def unnamed_details(sc: Scenario, text: str, details: Sequence[FactDetail], when: date) -> list[FactDetail]:
+    """The place and date details of a fact that its ``text`` (said on ``when``) does not name, by
+    the rules probes and the tracker read them with (``provenance.details``): a correction whose
+    new text moves the party to the Rose and Crown but keeps Hobbs Cafe as its place would score
+    everyone who repeats it as wrong. Both ``agora fork --correct`` and a scenario's ``correction``
+    event are refused for it."""
+    reader = DetailReader(place_aliases({p.id: (p.name, p.kind) for p in sc.town.places}))
+    missing = {d.name for d in reader.unnamed(text, [Detail(d.name, d.kind, d.value, tuple(d.aliases))
+                                                      for d in details], when)}
+    return [d for d in details if d.name in missing]
+
+
+def shown_detail(sc: Scenario, detail: FactDetail) -> str:
+    """A detail's value as a person would say it (a place's name), for messages."""
+    names = {p.id: p.name for p in sc.town.places}
+    return f"{names[detail.value]} ({detail.value})" if detail.kind == "place" and detail.value in names \
+        else detail.value
 
 
 def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPersona],
@@ -115,6 +137,7 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
         for j, detail in enumerate(ev.details or []):
             if detail.kind == "place" and detail.value not in place_ids:
                 problems.append(doc.problem(("events", i, "details", j, "value"), f"unknown place {detail.value!r}"))
+    problems += _corrections(doc, sc, fact_ids)
     for i, probe in enumerate(sc.probes):
         if probe.fact is not None and probe.fact not in fact_ids:
             problems.append(doc.problem(("probes", i, "fact"), f"unknown fact {probe.fact!r}"))
@@ -142,6 +165,26 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
                 if other not in agent_ids:
                     problems.append(doc.problem(("personas", i, "persona", "relationships", other),
                                                 f"unknown persona {other!r}"))
+    return problems
+
+
+def _corrections(doc: YamlDocument, sc: Scenario, fact_ids: dict[str, int]) -> list[Problem]:
+    """A ``correction`` whose new text does not name the fact's place or date as they stand after it
+    (its own ``details``, else those the fact had then: ``unnamed_details``). The events are walked
+    in the order the run delivers them, so a second correction is read against the first's."""
+    problems: list[Problem] = []
+    standing = {fact.id: list(fact.details) for fact in sc.facts}
+    for i in sorted(range(len(sc.events)), key=lambda i: (sc.clock.tick_at(sc.events[i].at), i)):
+        ev = sc.events[i]
+        if ev.kind != "correction" or ev.fact not in fact_ids:
+            continue
+        details = standing[ev.fact] = list(ev.details) if ev.details is not None else standing[ev.fact]
+        for detail in unnamed_details(sc, ev.text, details, ev.at.date()):
+            problems.append(doc.problem(("events", i, "text"), (
+                f"the corrected text of fact {ev.fact!r} does not name its {detail.name} "
+                f"{shown_detail(sc, detail)}; a fact's text and details must agree: if the {detail.name} "
+                f"changed, give the new one in this event's details ({{name: {detail.name}, kind: "
+                f"{detail.kind}, value: ...}})")))
     return problems
 
 
