@@ -298,6 +298,18 @@ def test_a_fact_corrected_at_the_fork_is_what_later_memories_and_probes_are_scor
         assert stored and rescore_probes(con, run_id) == len(stored)
         assert con.execute("select id, verdict, details from probes where fact_id = 'party' order by id").fetchall() \
             == stored, "probes were scored against the corrected fact, as re-scoring does"
+        old_place = "select verdict, json_extract(details, '$.place') from probes where fact_id = 'party' " \
+                    "and aware = 1 and answer like '%Hobbs Cafe%'"
+        named = con.execute(old_place).fetchall()
+        assert named and set(named) == {("wrong", "changed")}, "the old place is wrong by then"
+        in_parent = _rows(parent, old_place)
+        assert in_parent and ("wrong", "changed") not in in_parent, "the same words, before any correction"
+        (probe_id,), = con.execute("select id from probes where fact_id = 'party' and aware = 1 limit 1").fetchall()
+        con.execute("update probes set answer = 'It is at the Rose and Crown Pub on February 14, 5pm.' where id = ?",
+                    (probe_id,))
+        rescore_probes(con, run_id)
+        assert con.execute("select verdict, json_extract(details, '$.place') from probes where id = ?",
+                           (probe_id,)).fetchone() == ("right", "kept"), "the new place is right"
     finally:
         con.close()
     _readers_work(fork.run_dir)
