@@ -414,6 +414,8 @@ def test_agora_fork_removes_adds_and_corrects_on_the_command_line(tmp_path, embe
                    "--detail", "party.place=rose_and_crown", *cache)
     assert forked.exit_code == 0, forked.output
     assert "3 intervention(s)" in " ".join(forked.output.split())
+    assert "note: eli_novak: habits at places this town lacks are left out: " in " ".join(forked.output.split()), \
+        "given no workplace, his lectures have nowhere to be (as agora validate says)"
     child = Path(forked.output.strip().splitlines()[-1])
     assert first_difference(parent / "run.db", child / "run.db", before_tick=4) is None
     assert _rows(child, "select agent_id, home, arrived_tick, left_tick from agents where arrived_tick > 0 or "

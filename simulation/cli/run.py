@@ -148,6 +148,11 @@ def fork(
                          + (f", {fresh} asked again (not in the cache)" if fresh else "")
                          + f"; {len(interventions)} intervention(s); {sim.ticks_left} tick(s) to go",
                          highlight=False, markup=False)
+        added = {iv.persona for iv in interventions if iv.kind == "arrival"}
+        for person in sim.model.loaded.arrivals.values():  # as agora validate says of a scenario's people
+            note = common.habits_note(person) if person.source in added else None
+            if note is not None:
+                common.err.print(note, highlight=False, soft_wrap=True)
     sim.model.llm.on_progress = progress.on_llm  # the rest of the run's calls, on the run's own bar
     _drive(sim, progress, started, quiet)
 

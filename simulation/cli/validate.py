@@ -51,10 +51,9 @@ def validate(
                                  + (f"{asking[group]} of the people" if asking[group] else
                                     "named by nobody, so never started"), highlight=False, soft_wrap=True)
         for person in loaded.everyone():
-            if person.habits_left_out:
-                common.console.print(f"  note: {escape(person.persona.id)}: habits at places this town lacks are "
-                                     f"left out: {escape('; '.join(person.habits_left_out))}",
-                                     highlight=False, soft_wrap=True)
+            note = common.habits_note(person)
+            if note is not None:
+                common.console.print(f"  {note}", highlight=False, soft_wrap=True)
     if problems:
         raise InputError(problems)
 

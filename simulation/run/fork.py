@@ -298,7 +298,7 @@ class _Town:
     tick applied, those at the tick itself included: they come before the interventions), which
     the interventions are checked against one after another."""
 
-    def __init__(self, loaded: LoadedScenario, at: int):
+    def __init__(self, loaded: LoadedScenario, at: int) -> None:
         sc = loaded.scenario
         self.loaded = loaded
         self.places = {p.id: p.name for p in sc.town.places}
