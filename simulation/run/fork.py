@@ -304,16 +304,12 @@ class _Town:
         self.places = {p.id: p.name for p in sc.town.places}
         self.names = {p.persona.id: p.persona.name for p in loaded.everyone()}
         """Everyone of the run, those who arrive after the fork too: nobody new may take an id."""
-        self.present = {p.persona.id for p in loaded.people}
+        self.present = loaded.in_town(at)
         standing = sc
-        for tick, i, ev in sorted((sc.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(sc.events)):
+        for tick, _, ev in sc.delivery_order():
             if tick > at:
                 break
-            if ev.kind == "arrival" and i in loaded.arrivals:
-                self.present.add(loaded.arrivals[i].persona.id)
-            elif ev.kind == "departure":
-                self.present.discard(ev.to or "")
-            elif ev.kind == "correction":
+            if ev.kind == "correction":
                 standing = standing.with_correction(ev.fact or "", ev.text, ev.details)
         self.facts = {f.id: f for f in standing.facts}
         """The facts as they stand at the fork (the parent's corrections before it applied)."""

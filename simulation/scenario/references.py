@@ -174,8 +174,7 @@ def _corrections(doc: YamlDocument, sc: Scenario, fact_ids: dict[str, int]) -> l
     in the order the run delivers them, so a second correction is read against the first's."""
     problems: list[Problem] = []
     standing = {fact.id: list(fact.details) for fact in sc.facts}
-    for i in sorted(range(len(sc.events)), key=lambda i: (sc.clock.tick_at(sc.events[i].at), i)):
-        ev = sc.events[i]
+    for _, i, ev in sc.delivery_order():
         if ev.kind != "correction" or ev.fact not in fact_ids:
             continue
         details = standing[ev.fact] = list(ev.details) if ev.details is not None else standing[ev.fact]
@@ -223,9 +222,7 @@ def _presence(doc: YamlDocument, sc: Scenario, starting: set[str], arrivals: dic
     for i, person in sorted(arrivals.items(), reverse=True):
         came[person.persona.id] = i
     went: dict[str, int] = {}
-    order = sorted(range(len(sc.events)), key=lambda i: (sc.clock.tick_at(sc.events[i].at), i))
-    for i in order:
-        ev = sc.events[i]
+    for _, i, ev in sc.delivery_order():
         if ev.kind in ("whisper", "departure") and ev.to in known and ev.to not in present:
             why = (f"they left at {sc.events[went[ev.to]].at:%Y-%m-%d %H:%M} (events[{went[ev.to]}])" if ev.to in went
                    else f"they arrive at {sc.events[came[ev.to]].at:%Y-%m-%d %H:%M} (events[{came[ev.to]}])"

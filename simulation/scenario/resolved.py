@@ -46,6 +46,20 @@ class LoadedScenario(BaseModel):
     ``people`` are (``start_place`` is where they arrive). Not in ``people``: nothing of them exists
     before they arrive, so a fork that adds someone is its parent, row for row, until then."""
 
+    def in_town(self, tick: int) -> set[str]:
+        """Ids of the people in the town at ``tick``, its scheduled events delivered: those the run
+        starts with and those who arrived by then, less those who left. What ``TownModel`` keeps
+        as it steps (``order``) and ``rundb.presence`` reads back from run.db."""
+        here = {p.persona.id for p in self.people}
+        for at, i, ev in self.scenario.delivery_order():
+            if at > tick:
+                break
+            if ev.kind == "arrival" and i in self.arrivals:
+                here.add(self.arrivals[i].persona.id)
+            elif ev.kind == "departure":
+                here.discard(ev.to or "")
+        return here
+
     @model_validator(mode="before")
     @classmethod
     def _saved_llm_block(cls, data: Any) -> Any:

@@ -57,6 +57,14 @@ class Scenario(StrictModel):
         section, _, name = setting.partition(".")
         return self.model_copy(update={section: changed_section(getattr(self, section), name, value)})
 
+    def delivery_order(self) -> list[tuple[int, int, ScheduledEvent]]:
+        """(tick, index, event) of every scheduled event in the order a run delivers them: by the
+        tick it falls in, then as listed. The model steps by it, and whatever asks who is in the
+        town when, or how a fact stands, walks it (``LoadedScenario.in_town``, the reference checks,
+        a fork's checks)."""
+        return sorted(((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(self.events)),
+                      key=lambda t: (t[0], t[1]))
+
     def with_correction(self, fact: str, text: str, details: list[FactDetail] | None = None) -> Scenario:
         """This scenario with fact ``fact``'s text replaced by ``text`` (and its details by ``details``,
         unless None): what a ``correction`` event makes of it from its tick on. The fact keeps its id

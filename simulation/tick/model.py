@@ -109,9 +109,7 @@ class TownModel(mesa.Model):
         self.conversations = Conversations(self._states, self.memory, self.recorder,
                                            self.buffer, self.moment, lambda: store.next_id("conversations"))
         self.place_events: list[PlaceEvent] = []
-        self.scheduled = sorted(
-            ((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(sc.events)), key=lambda t: (t[0], t[1])
-        )
+        self.scheduled = sc.delivery_order()
         self._as_now = sc
         """The scenario with the setting and correction events delivered so far applied
         (``_change_setting``, ``_correct``): the settings cognition reads, the facts as they stand."""
