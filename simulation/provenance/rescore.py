@@ -58,7 +58,8 @@ def rescore_probes(con: sqlite3.Connection, run_id: str) -> int:
 def _details(items: Iterable[Any]) -> tuple[Detail, ...]:
     """A fact's details as the run stored them (its scenario's ``facts:``, validated when the run was
     made, or a correction's ``data.details``), as scoring reads them (``provenance.facts.fact_text``
-    does the same for a ``Fact``; read here without the scenario package, which imports this one's)."""
+    does the same for a ``Fact``). Read without the scenario package: it imports this one
+    (``scenario.references`` reads details as the probes do), so this one may not import it back."""
     return tuple(Detail(str(d["name"]), str(d["kind"]), str(d["value"]), tuple(str(a) for a in d.get("aliases") or []))
                  for d in items if isinstance(d, dict))
 

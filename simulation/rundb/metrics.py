@@ -24,7 +24,8 @@ Why undirected: knowing someone is mutual in this model (a conversation updates 
 at the same tick), while the directed count made a pair that a persona file seeds from one
 side only count half, and depended on whether the other side's recap had been written yet.
 It is also what the engine tracks while it runs (``SocialGraph.density``), so the summary,
-the viewer and the live model agree. A run recorded before the ``relationships`` table
+the viewer and the live model agree (in a run where nobody arrived or left: the live graph keeps
+whoever left, as the others remember them). A run recorded before the ``relationships`` table
 existed falls back to the pairs that have had a conversation (from the tick it started),
 with the same formula.
 
