@@ -58,7 +58,9 @@ def test_a_fork_is_its_parent_before_the_fork_tick_and_gets_its_whisper_there(pa
     parent_id = sqlite3.connect(ours).execute("select run_id from runs").fetchone()[0]
     assert lineage[:3] == (parent_id, str(parent.resolve()), AT)
     assert json.loads(lineage[3]) == [{"kind": "whisper", "text": NEWS, "to": "walter_hughes", "place": None,
-                                       "minutes": 60, "fact": None, "setting": None, "value": None}]
+                                       "minutes": 60, "fact": None, "setting": None, "value": None,
+                                       "persona": None, "home": None, "workplace": None, "crowd": False,
+                                       "details": []}]
     assert lineage[4:] == (TICKS, "finished")
 
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from functools import wraps
-from typing import Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 from rich.console import Console
@@ -25,9 +25,12 @@ from simulation.errors import InputError, Problem, RunError
 from simulation.llm import registry
 from simulation.llm.factory import BackendChoice
 
+if TYPE_CHECKING:
+    from simulation.scenario import ResolvedPersona
+
 __all__ = [
     "BaseUrlOpt", "BackendOpt", "CacheOpt", "CachePathOpt", "CallsBar", "ModelOpt", "backend_choice", "backend_option",
-    "base_url_option", "console", "err", "model_option", "quiet_option", "show_progress", "status", "user_errors",
+    "base_url_option", "console", "err", "habits_note", "model_option", "quiet_option", "show_progress", "status", "user_errors",
 ]
 
 console = Console()
@@ -70,6 +73,15 @@ def user_errors(func: F) -> F:
 
 
 # --------------------------------------------------------------------------- progress
+
+
+def habits_note(person: ResolvedPersona) -> str | None:
+    """The note that a person's habits at places the town lacks were left out (``agora validate``
+    for a scenario's people, ``agora fork --add`` for someone who arrives), or None."""
+    if not person.habits_left_out:
+        return None
+    return (f"note: {escape(person.persona.id)}: habits at places this town lacks are left out: "
+            f"{escape('; '.join(person.habits_left_out))}")
 
 
 def show_progress(quiet: bool) -> bool:

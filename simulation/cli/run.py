@@ -104,6 +104,18 @@ def fork(
     fact: Annotated[Optional[str], typer.Option(
         help="the scenario fact the whispers and events bring into the town (tracked as the scenario's own)",
         show_default=False)] = None,
+    remove: Annotated[Optional[list[str]], typer.Option(
+        help="PERSON or PERSON=TEXT: the person leaves the town at the fork (repeatable)", show_default=False)] = None,
+    add: Annotated[Optional[list[str]], typer.Option(
+        help="PERSONA_FILE@PLACE[,home=PLACE][,workplace=PLACE][,crowd]: the persona file's person arrives at "
+        "PLACE at the fork and lives there from then on (home: PLACE unless given; crowd: background crowd) "
+        "(repeatable)", show_default=False)] = None,
+    correct: Annotated[Optional[list[str]], typer.Option(
+        help="FACT=TEXT: the fact's text from the fork on, what later tellings and probe answers are scored "
+        "against (repeatable, once per fact)", show_default=False)] = None,
+    detail: Annotated[Optional[list[str]], typer.Option(
+        help="FACT.DETAIL=VALUE: one of a corrected fact's details changed with its text, e.g. "
+        "party.place=the_rose_and_crown_pub (repeatable)", show_default=False)] = None,
     ticks: Annotated[Optional[int], typer.Option(min=1, help="ticks to run after the fork (default: to the parent's end)")] = None,
     backend: BackendOpt = None,
     model: ModelOpt = None,
@@ -115,10 +127,11 @@ def fork(
     """Branch a run at a tick: a new run whose earlier ticks are the parent's, bit for bit, and which
     then goes its own way after the interventions (docs/experiments.md)."""
     from simulation import Simulation
-    from simulation.run.fork import parse_event, parse_setting, parse_whisper
+    from simulation.run.fork import parse_interventions
 
-    interventions = ([parse_whisper(w, fact) for w in whisper or []] + [parse_event(e, fact) for e in event or []]
-                     + [parse_setting(s) for s in set_ or []])
+    interventions = parse_interventions(whisper=whisper or [], event=event or [], set_=set_ or [], fact=fact,
+                                        remove=remove or [], add=add or [], correct=correct or [],
+                                        detail=detail or [])
     choice = common.backend_choice(backend, model, base_url, cache, cache_path)
     show = common.show_progress(quiet)
     progress = _RunProgress(enabled=show)
@@ -135,6 +148,11 @@ def fork(
                          + (f", {fresh} asked again (not in the cache)" if fresh else "")
                          + f"; {len(interventions)} intervention(s); {sim.ticks_left} tick(s) to go",
                          highlight=False, markup=False)
+        added = {iv.persona for iv in interventions if iv.kind == "arrival"}
+        for person in sim.model.loaded.arrivals.values():  # as agora validate says of a scenario's people
+            note = common.habits_note(person) if person.source in added else None
+            if note is not None:
+                common.err.print(note, highlight=False, soft_wrap=True)
     sim.model.llm.on_progress = progress.on_llm  # the rest of the run's calls, on the run's own bar
     _drive(sim, progress, started, quiet)
 

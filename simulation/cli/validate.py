@@ -40,7 +40,8 @@ def validate(
             problems.extend(exc.problems)
             continue
         s = loaded.scenario
-        common.console.print(f"[green]ok[/] {escape(str(path))}: {len(loaded.people)} people, "
+        arriving = f" (and {len(loaded.arrivals)} arriving later)" if loaded.arrivals else ""
+        common.console.print(f"[green]ok[/] {escape(str(path))}: {len(loaded.people)} people{arriving}, "
                              f"{len(s.town.places)} places, {s.clock.total_ticks} ticks of {s.clock.tick_minutes} min",
                              highlight=False, soft_wrap=True)
         asking = Counter(loaded.llm_groups().values())
@@ -49,11 +50,10 @@ def validate(
             common.console.print(f"  model group {escape(group)}: {chosen.backend}, {escape(model)}; "
                                  + (f"{asking[group]} of the people" if asking[group] else
                                     "named by nobody, so never started"), highlight=False, soft_wrap=True)
-        for person in loaded.people:
-            if person.habits_left_out:
-                common.console.print(f"  note: {escape(person.persona.id)}: habits at places this town lacks are "
-                                     f"left out: {escape('; '.join(person.habits_left_out))}",
-                                     highlight=False, soft_wrap=True)
+        for person in loaded.everyone():
+            note = common.habits_note(person)
+            if note is not None:
+                common.console.print(f"  {note}", highlight=False, soft_wrap=True)
     if problems:
         raise InputError(problems)
 

@@ -337,8 +337,11 @@ class Recap(Phase):
     def select(self, mind: Mind) -> list[AgentState]:
         self.todo = {}
         chosen = []
+        here = {p.id for p in mind.people()}
         for conv in mind.take_ended_conversations():
             for person_id in conv.participants:
+                if person_id not in here:  # left the town, which ended it: the one who stays recaps
+                    continue
                 self.todo.setdefault(person_id, []).append(conv)
                 chosen.append(mind.person(person_id))
         return chosen

@@ -141,7 +141,8 @@ class Mind(Protocol):
     # people
     def person(self, person_id: str) -> AgentState: ...
     def people(self) -> Sequence[AgentState]:
-        """Everyone, in id order (the order every phase runs in)."""
+        """Everyone in the town now, in id order (the order every phase runs in); whoever left it
+        (a ``departure`` event) is not among them, though ``person`` still finds them by id."""
         ...
     def here(self, person: AgentState) -> list[AgentState]:
         """Everyone at ``person``'s place (``person`` included), in id order."""

@@ -41,6 +41,14 @@ class EventKind(StrEnum):
     PLACE_EVENT = "place_event"
     SETTING = "setting"
     """A scheduled change of a cognition or memory setting (``data``: setting, value)."""
+    ARRIVAL = "arrival"
+    """A person who arrives in the town during the run (``data``: state, source, crowd)."""
+    DEPARTURE = "departure"
+    """A person who leaves the town: from then on they are nowhere in it (``data``: conversation_id
+    of the conversation their leaving ended, if any)."""
+    CORRECTION = "correction"
+    """A scenario fact's text corrected from then on (``text``: the new text; ``data``: fact, was,
+    details)."""
     REACTION = "reaction"
     """Dropping the plan for something noticed."""
     SEEK = "seek"

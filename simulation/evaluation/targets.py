@@ -186,7 +186,7 @@ def resolve(paths: list[Path]) -> list[Target]:
                 doc = load_yaml(path, "target file")
                 if isinstance(doc.data, dict) and ("town" in doc.data or "clock" in doc.data):
                     loaded = load(path)
-                    for person in loaded.people:
+                    for person in loaded.everyone():  # those who arrive during a run too
                         targets.append(Target(key=person.persona.id, persona=person.persona, source=shown,
                                               llm=loaded.scenario.llm, llm_base=path.parent,
                                               llm_source=f"the llm: settings of scenario {shown}"))

@@ -48,7 +48,10 @@ def markdown(result: ExperimentResult) -> str:
     for c in spec.conditions:
         overrides = ", ".join(f"`{k}` = `{json.dumps(v)}`" for k, v in c.overrides.items()) or "(the scenario as it is)"
         if c.fork is not None:
-            said = "; ".join([*c.fork.whisper, *c.fork.event, *c.fork.set]) or "no intervention"
+            f = c.fork
+            said = "; ".join([*f.whisper, *f.event, *f.set, *(f"remove {r}" for r in f.remove),
+                              *(f"add {a}" for a in f.add), *(f"correct {t}" for t in f.correct),
+                              *(f"detail {d}" for d in f.detail)]) or "no intervention"
             overrides = f"{c.fork.of}'s runs forked at tick {c.fork.at}: {said}"
         res = result.results[c.name]
         lines.append(f"| {c.name} | {overrides} | {len(res.runs)} | {res.trajectories} |")

@@ -17,7 +17,7 @@ from simulation.evaluation.ranking import Ranking
 from simulation.experiment.effects import Effect, effect
 from simulation.experiment.overrides import condition_scenario
 from simulation.experiment.spec import Condition, ExperimentSpec
-from simulation.run.fork import Intervention, parse_event, parse_setting, parse_whisper
+from simulation.run.fork import Intervention, Parent, forked_scenario, parse_interventions
 from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
 from simulation.scenario import LoadedScenario
@@ -57,18 +57,34 @@ class ExperimentResult:
 
 def scenarios(spec: ExperimentSpec, scenario: Path, spec_path: Path) -> dict[str, LoadedScenario]:
     """Each condition's scenario, validated (InputError naming the experiment file and condition);
-    a fork's is checked against its parent condition's when it is forked (people, places, tick)."""
+    a fork's interventions are checked against its parent condition's scenario before any run too
+    (``check_fork``: people, places, facts, tick)."""
     return {c.name: condition_scenario(scenario, c.name, c.overrides, f"{spec_path}: conditions[{i}] ({c.name})")
             for i, c in enumerate(spec.conditions) if c.fork is None}
 
 
-def interventions(condition: Condition, where: str) -> list[Intervention]:
-    """A fork condition's interventions, parsed (InputError naming the condition)."""
+def interventions(condition: Condition, where: str, base: Path | None = None) -> list[Intervention]:
+    """A fork condition's interventions, parsed (InputError naming the condition); ``base``: the
+    experiment file's folder, which persona files of arrivals are taken from."""
     f = condition.fork
     assert f is not None
     try:
-        return ([parse_whisper(w, f.fact) for w in f.whisper] + [parse_event(e, f.fact) for e in f.event]
-                + [parse_setting(s) for s in f.set])
+        return parse_interventions(whisper=f.whisper, event=f.event, set_=f.set, fact=f.fact, remove=f.remove,
+                                   add=f.add, correct=f.correct, detail=f.detail, base=base)
+    except InputError as exc:
+        raise InputError(Problem(where, f"fork: {exc}")) from None
+
+
+def check_fork(condition: Condition, base: LoadedScenario, changes: list[Intervention], ticks: int | None,
+               where: str) -> None:
+    """A fork condition checked before any run, against the scenario of the condition it forks
+    (its runs will have run it for ``ticks``): the tick, and that every person, place and fact its
+    interventions name is there then (InputError naming the condition)."""
+    f = condition.fork
+    assert f is not None
+    planned = ticks or base.scenario.clock.total_ticks
+    try:
+        forked_scenario(Parent(Path(f"{f.of}'s runs"), "", base, 0, planned, planned, []), f.at, changes)
     except InputError as exc:
         raise InputError(Problem(where, f"fork: {exc}")) from None
 
@@ -86,8 +102,11 @@ def run_experiment(spec: ExperimentSpec, scenario: Path, spec_path: Path, out: P
         from simulation.experiment.believability import judge_of
 
         judge_of(spec.believability, spec_path.parent)  # a missing judge model is found before any run, not after
-    changes = {c.name: interventions(c, f"{spec_path}: conditions[{i}] ({c.name})")
+    changes = {c.name: interventions(c, f"{spec_path}: conditions[{i}] ({c.name})", spec_path.parent)
                for i, c in enumerate(spec.conditions) if c.fork is not None}
+    for i, c in enumerate(spec.conditions):
+        if c.fork is not None:
+            check_fork(c, loaded[c.fork.of], changes[c.name], spec.ticks, f"{spec_path}: conditions[{i}] ({c.name})")
     result = ExperimentResult(spec, scenario, command=command)
     order = [c for c in spec.conditions if c.fork is None] + [c for c in spec.conditions if c.fork is not None]
     for k, condition in enumerate(order):  # forks after the runs they branch

@@ -42,6 +42,11 @@ class Fork(StrictModel):
     event: list[str] = Field(default_factory=list, description="PLACE=TEXT or PLACE:MINUTES=TEXT, as --event")
     set: list[str] = Field(default_factory=list, description="SETTING=VALUE, as --set")
     fact: Identifier | None = Field(None, description="the fact the whispers and events bring, as --fact")
+    remove: list[str] = Field(default_factory=list, description="PERSON or PERSON=TEXT, as --remove")
+    add: list[str] = Field(default_factory=list, description="PERSONA_FILE@PLACE[,home=PLACE][,workplace=PLACE]"
+                           "[,crowd], as --add (the file relative to the experiment file)")
+    correct: list[str] = Field(default_factory=list, description="FACT=TEXT, as --correct")
+    detail: list[str] = Field(default_factory=list, description="FACT.DETAIL=VALUE, as --detail")
 
 
 class Judge(StrictModel):

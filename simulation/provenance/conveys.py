@@ -87,9 +87,32 @@ class ConveysDetector:
         self.similarity = similarity
         self.margin = margin
         self._embedder = embedder
+        self._place_names = dict(place_names)
+        self._people = list(people)
         self._fact_vectors = embedder.embed([f.text for f in self.facts]) if self.facts else np.zeros((0, 1))
-        self._anchors = [embedder.embed(phrases) if (phrases := anchors(f, place_names, people)) else None
-                         for f in self.facts]
+        self._anchors = [self._anchors_of(f) for f in self.facts]
+
+    def _anchors_of(self, fact: FactText) -> np.ndarray | None:
+        phrases = anchors(fact, self._place_names, self._people)
+        return self._embedder.embed(phrases) if phrases else None
+
+    def replace(self, fact: FactText) -> None:
+        """Fact ``fact.id`` corrected (a ``correction`` event): texts are scored against its new text
+        and the who and where its new details and words name from now on."""
+        j = next(k for k, f in enumerate(self.facts) if f.id == fact.id)
+        self.facts[j] = fact
+        self._fact_vectors = self._fact_vectors.copy()
+        self._fact_vectors[j] = self._embedder.embed([fact.text])[0]
+        self._anchors[j] = self._anchors_of(fact)
+
+    def add_person(self, name: str) -> None:
+        """Someone who arrived during the run: a fact that names them gets them among its anchors,
+        as it would have had they been there from the start."""
+        self._people.append(name)
+        low = name.lower()
+        for j, fact in enumerate(self.facts):
+            if name and low in fact.text.lower():
+                self._anchors[j] = self._anchors_of(fact)
 
     def scores(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(similarity, margin), each len(texts) x len(facts)."""

@@ -158,6 +158,13 @@ class DetailReader:
     def read_all(self, text: str, details: Iterable[Detail], when: date | None = None) -> dict[str, str]:
         return {d.name: self.read(text, d, when) for d in details}
 
+    def unnamed(self, text: str, details: Iterable[Detail], when: date | None = None,
+                kinds: tuple[str, ...] = ("place", "date")) -> list[Detail]:
+        """The details of ``kinds`` that ``text`` does not name (read neither kept nor mixed): a
+        fact whose text and details disagree, such as a correction's new text naming the Rose and
+        Crown while its place detail is still Hobbs Cafe (``scenario.references``)."""
+        return [d for d in details if d.kind in kinds and self.read(text, d, when) not in (KEPT, MIXED)]
+
     def _place(self, low: str, place_id: str, aliases: Sequence[re.Pattern[str]]) -> tuple[bool, bool]:
         """(the place is named, another place of the town is named). A name inside a longer name
         of another place ("Town Square" in "Town Square Market") is not read on its own."""

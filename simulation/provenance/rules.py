@@ -17,6 +17,9 @@ carries a fact the lines never did is the person's own invention, counted in ``i
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 AWARE_SOURCES = ("seeded", "whispered", "perceived", "heard")
 """Memory sources through which a person learns a fact (``memories.source``). Not ``recapped``:
 see the module's docstring."""
@@ -41,3 +44,22 @@ AWARE_VERDICTS = (RIGHT, PARTIAL, MIXED, WRONG, MISSED)
 UNAWARE_VERDICTS = (HONEST, INVENTED)
 """The verdicts of people not aware: the denominator of the hallucination rate."""
 VERDICTS = (*AWARE_VERDICTS, *UNAWARE_VERDICTS, FAILED)
+
+
+def corrections(con: Any, run_id: str) -> dict[str, tuple[int, str, list[dict[str, Any]]]]:
+    """fact id -> (tick, text, details) of its last correction in a run.db (``events`` of kind
+    ``correction``: a scheduled event, or a fork's ``--correct``). The fact's text and details are
+    those from that tick on, so what later memories were read against and probes scored by; a
+    reader of run.db that shows a fact, and re-scoring, take them from here."""
+    if con.execute("select 1 from sqlite_master where type = 'table' and name = 'events'").fetchone() is None:
+        return {}
+    out: dict[str, tuple[int, str, list[dict[str, Any]]]] = {}
+    for tick, text, data in con.execute("select tick, text, data from events where run_id = ? and kind = 'correction' "
+                                        "order by id", [run_id]):
+        try:
+            said = json.loads(data or "{}")
+        except ValueError:
+            continue
+        if isinstance(said, dict) and said.get("fact"):
+            out[str(said["fact"])] = (int(tick), str(text or ""), list(said.get("details") or []))
+    return out

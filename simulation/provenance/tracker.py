@@ -7,12 +7,21 @@ the tick's texts in one embedding call. Each carrying memory becomes a ``fact_me
 with its source, who was behind it, and which details it kept, lost or changed. It also keeps
 who is aware of what (``rules.AWARE_SOURCES``), which probe scoring needs; on resume that is
 read back from run.db.
+
+A fact corrected during a run (a ``correction`` event) has versions: the scenario's, then each
+correction's. The memories formed from a correction on are checked and read against the newest
+(what is scored is the corrected truth), but each aware person *holds* the version they were told
+(``held``), which is what they act on (their happenings: plans and invitations). Someone aware
+before a correction keeps the old version until a memory of theirs carries the corrected one;
+someone who learns of the fact after it takes the version of the memory they learn it from
+(``_heard_version``). Which version each person holds follows from the ``fact_memories`` rows
+and the corrections' ticks alone, so on resume it is replayed from run.db, as ``aware`` is.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from simulation.provenance.conveys import ConveysDetector, FactText
@@ -33,13 +42,83 @@ class FactTracker:
         self.buffer = buffer
         self.aware: dict[str, set[str]] = {f.id: set() for f in facts}
         """fact id -> the people aware of it so far."""
+        self.versions: dict[str, list[tuple[int, FactText]]] = {f.id: [(0, f)] for f in facts}
+        """fact id -> (the tick it holds from, the fact) for the scenario's version and each
+        correction's, oldest first (the last is ``facts[id]``)."""
+        self.held: dict[str, dict[str, int]] = {f.id: {} for f in facts}
+        """fact id -> aware person -> the index in ``versions`` of the version they hold."""
+
+    def correct(self, fact: FactText, tick: int) -> None:
+        """A fact's text (and details) corrected at ``tick``: the memories formed from now on are
+        checked, and their details read, against the new version (earlier rows keep what they were
+        scored by); who holds which version changes only by what they are told (``_hold``)."""
+        self.facts[fact.id] = fact
+        self.versions.setdefault(fact.id, []).append((tick, fact))
+        self.detector.replace(fact)
+
+    def version_held(self, fact_id: str, person_id: str) -> FactText | None:
+        """The version of fact ``fact_id`` that ``person_id`` holds (None: not aware of it)."""
+        index = self.held.get(fact_id, {}).get(person_id)
+        return None if index is None else self.versions[fact_id][index][1]
+
+    def add_person(self, name: str) -> None:
+        """Someone arrived: the detector knows their name as one of the town's people."""
+        self.detector.add_person(name)
 
     def load(self, db: Any, run_id: str) -> None:
-        """Who was aware of what at the last committed tick (resume)."""
-        for fact_id, agent_id in db.execute(
-                f"select fact_id, agent_id from fact_memories where run_id = ? and source in "
-                f"({', '.join('?' for _ in AWARE_SOURCES)})", [run_id, *AWARE_SOURCES]).fetchall():
-            self.aware.setdefault(fact_id, set()).add(agent_id)
+        """Who was aware of what, and held which version, at the last committed tick (resume: the
+        corrections made so far are in ``versions`` already). The rows are replayed in the order
+        they were written, as ``_row`` made them."""
+        for tick, fact_id, agent_id, from_agent, declared, details in db.execute(
+                f"select tick, fact_id, agent_id, from_agent, declared, details from fact_memories "
+                f"where run_id = ? and source in ({', '.join('?' for _ in AWARE_SOURCES)}) order by id",
+                [run_id, *AWARE_SOURCES]).fetchall():
+            read = json.loads(details) if details else {}
+            self._aware(fact_id, agent_id, tick, from_agent, bool(declared), read)
+
+    def _current(self, fact_id: str, tick: int) -> int:
+        """The index of the version of ``fact_id`` that holds at ``tick``."""
+        return max(i for i, (since, _) in enumerate(self.versions[fact_id]) if since <= tick)
+
+    def _aware(self, fact_id: str, person_id: str, tick: int, from_agent: str | None, declared: bool,
+               details: Mapping[str, str]) -> None:
+        """``person_id`` formed a memory at ``tick`` through which one learns fact ``fact_id``: they
+        are aware of it, and hold the version ``_heard_version`` says."""
+        self.aware.setdefault(fact_id, set()).add(person_id)
+        if fact_id not in self.versions:
+            return
+        held = self.held.setdefault(fact_id, {})
+        told_by = held.get(from_agent) if from_agent is not None else None
+        held[person_id] = self._heard_version(fact_id, self._current(fact_id, tick), held.get(person_id), told_by,
+                                              declared, details)
+
+    def _heard_version(self, fact_id: str, current: int, had: int | None, told_by: int | None, declared: bool,
+                       details: Mapping[str, str]) -> int:
+        """The version a person holds after a memory carrying fact ``fact_id`` whose details read
+        ``details`` against version ``current`` (the newest then). ``had``: the version they held
+        before (None: they learn of it now); ``told_by``: the version held by whoever the memory
+        came from (its ``from_agent``), if anyone.
+
+        With no older version in play (they hold the newest, or learn it from no one who holds
+        another), it is the newest. Otherwise the memory moves them to the newest only if it
+        *carries* it: none of its details contradicts the newest (changed or mixed), and it names a
+        detail in which the two versions differ or is the fact itself declared (a whisper or place
+        event tagged with it). Else they hold the older version: what they had, or, learning of it
+        now, the teller's (a contradicting memory from no one: the version before the newest)."""
+        if had == current:
+            return current
+        contradicts = any(v in (CHANGED, MIXED) for v in details.values())
+        older = had if had is not None else told_by
+        if older is None:
+            return max(current - 1, 0) if contradicts else current
+        if older == current:
+            return current
+        versions = self.versions[fact_id]
+        was = {d.name: (d.kind, d.value) for d in versions[older][1].details}
+        now = {d.name: (d.kind, d.value) for d in versions[current][1].details}
+        differs = {name for name in was.keys() | now.keys() if was.get(name) != now.get(name)}
+        carries = not contradicts and (declared or any(details.get(name) == KEPT for name in differs))
+        return current if carries else older
 
     def observe(self, nodes: Sequence[MemoryNode]) -> None:
         """Tag ``nodes`` (the memories formed since the last call) and queue their rows."""
@@ -69,4 +148,4 @@ class FactTracker:
             "changed": values.count(CHANGED) + values.count(MIXED),  # a version adding a wrong value is distorted
         })
         if str(prov.source) in AWARE_SOURCES:
-            self.aware.setdefault(fact_id, set()).add(node.agent_id)
+            self._aware(fact_id, node.agent_id, node.tick, prov.from_agent, declared, details)

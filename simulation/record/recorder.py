@@ -12,6 +12,16 @@ from simulation.record.store import TickBuffer, dumps, sim_iso
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
+    from simulation.scenario import ResolvedPersona
+
+
+def person_row(rp: ResolvedPersona, arrived_tick: int) -> dict[str, Any]:
+    """A person's ``agents`` row: written when the run starts (``arrived_tick`` 0), or at the tick
+    someone arrives (an ``arrival`` event)."""
+    p = rp.persona
+    return {"agent_id": p.id, "name": p.name, "age": p.age, "occupation": p.occupation, "home": rp.home,
+            "start_place": rp.start_place, "source": rp.source, "crowd": int(rp.crowd),
+            "persona": dumps(p.model_dump(mode="json")), "llm_group": rp.llm_group, "arrived_tick": arrived_tick}
 
 
 class Recorder:

@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -40,7 +40,10 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
         {"run_id": str, "agent_id": str, "name": str, "age": int, "occupation": str, "home": str,
          "start_place": str, "source": str, "persona": str, "crowd": int,
          # the model group whose backend answered the person (schema 12; null: the llm block's own)
-         "llm_group": str},
+         "llm_group": str,
+         # when they were in the town (schema 13): the tick they arrived at (0: the run starts with
+         # them) and the tick they left at (null: they never left); an arrival's row is written then
+         "arrived_tick": int, "left_tick": int},
         ("run_id", "agent_id"),
     ),
     "llm_groups": (

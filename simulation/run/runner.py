@@ -23,6 +23,7 @@ from simulation.llm.backend import Backend
 from simulation.llm.factory import BackendChoice
 from simulation.llm.groups import RunBackends, build_run_backends
 from simulation.llm.types import RawCompletion
+from simulation.record.recorder import person_row
 from simulation.record.store import SCHEMA_VERSION, RunStore, dumps, now_iso
 from simulation.rundb.groups import recorded_models
 from simulation.run.settings import RunSettings
@@ -78,11 +79,8 @@ def create_run(
     lock = RunLock.take(run_dir)
     model = TownModel(settings, backends, store, on_llm=on_llm, phases=phases)
     static = store.buffer()
-    for rp in loaded.people:
-        p = rp.persona
-        static.add("agents", {"agent_id": p.id, "name": p.name, "age": p.age, "occupation": p.occupation,
-                              "home": rp.home, "start_place": rp.start_place, "source": rp.source, "crowd": int(rp.crowd),
-                              "persona": dumps(p.model_dump(mode="json")), "llm_group": rp.llm_group})
+    for rp in loaded.people:  # who arrives later gets their row then (TownModel)
+        static.add("agents", person_row(rp, 0))
     for group, (backend_name, model_id) in sorted(backends.models().items()):
         static.add("llm_groups", {"llm_group": group, "backend": backend_name, "model": model_id,
                                   "settings": dumps(settings.llm.group(group).model_dump(mode="json", exclude={"groups"}))})

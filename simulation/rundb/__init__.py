@@ -3,7 +3,8 @@
 The CLI summary (``summary``), the viewer (``ui/``), `agora eval` and `agora rewards` all read
 a run.db that the engine wrote (or is still writing). This package is the one place that opens it for
 reading (``connect``) and the one place each shared number is defined (``metrics``; the spread
-of facts in ``facts``; the behaviour report in ``behaviour``), so the summary printed after a
+of facts in ``facts``; the behaviour report in ``behaviour``; who was in the town when, the
+denominator of every per-person number, in ``presence``), so the summary printed after a
 run and the page showing it cannot disagree.
 
 It imports only the standard library and, of the engine, only ``simulation.provenance.rules``

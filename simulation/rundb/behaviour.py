@@ -69,6 +69,11 @@ memory
 relationships
   ``relationships.density_start``, ``relationships.density_end`` (``rundb.metrics`` has the formula)
 
+Every "per agent hour" (and per agent day) divides by person-hours: the hours each person was in
+the town, from the tick they arrived to the tick they left (``rundb.presence``), so a fork that
+adds or removes someone is not charged the hours they were not there. In a run where everyone was
+there throughout, that is people x game hours, as it always was.
+
 A metric needs the tables it reads: a run recorded before they existed (an older run.db
 layout) has none of that group's metrics, found by looking at its layout, never by catching
 errors. Standard library only (see the package's docstring).
@@ -88,7 +93,8 @@ from simulation.rundb.connect import column_names, table_names
 from simulation.rundb.examples import example_utterances
 from simulation.rundb.groups import UNGROUPED, group_of
 from simulation.rundb.facts import first_aware, probe_verdicts, spread
-from simulation.rundb.metrics import density_by_tick, people
+from simulation.rundb.metrics import density_by_tick
+from simulation.rundb.presence import Stay, headcount, run_ticks, stays
 from simulation.rundb.garbled import garbled_lines
 from simulation.rundb.names import name_errors
 
@@ -115,17 +121,19 @@ def game_hours(con: Any, run_id: str) -> float:
 
 def behaviour(con: Any, run_id: str) -> Metrics:
     out: Metrics = {}
-    n = len(people(con, run_id))
+    stayed = stays(con, run_id)
+    ticks = run_ticks(con, run_id)
+    n = headcount(stayed, ticks)  # people-equivalents: n * hours is the run's person-hours
     hours = game_hours(con, run_id)
     out.update(_talk(con, run_id, n, hours))
     out.update(_moves(con, run_id))
     out.update(_seeking(con, run_id))
     out.update(_plans(con, run_id, n, hours))
-    out.update(_llm(con, run_id, n, hours))
+    out.update(_llm(con, run_id, n, hours, stayed, ticks))
     out.update(_facts(con, run_id))
     out.update(_attendance(con, run_id))
     out.update(_probes(con, run_id))
-    out.update(_memory(con, run_id, hours))
+    out.update(_memory(con, run_id, hours, stayed, ticks))
     density = density_by_tick(con, run_id)
     out["relationships.density_start"] = density[0][2] if density else None
     out["relationships.density_end"] = density[-1][2] if density else None
@@ -165,7 +173,8 @@ def encounters(con: Any, run_id: str) -> int:
     return total
 
 
-def _talk(con: Any, run_id: str, n: int, hours: float) -> Metrics:
+def _talk(con: Any, run_id: str, n: float, hours: float) -> Metrics:
+    """``n``: the people as ``presence.headcount`` counts them (``n * hours``: person-hours)."""
     met = encounters(con, run_id)
     turns = [int(r[0]) for r in con.execute(
         "select turns from conversations where run_id = ? and ended_tick is not null", [run_id])]
@@ -246,9 +255,10 @@ def _seeking(con: Any, run_id: str) -> Metrics:
 
 # ---------------------------------------------------------------------- plans
 
-def _plans(con: Any, run_id: str, n: int, hours: float) -> Metrics:
+def _plans(con: Any, run_id: str, n: float, hours: float) -> Metrics:
     """How plans went. Where plan items are and whether they fit their place are not measured: a
-    plan is the usual day with choices from a menu of real places, so both held by construction."""
+    plan is the usual day with choices from a menu of real places, so both held by construction.
+    Person-days: ``n * hours / 24`` (``n`` as ``_talk``'s)."""
     ordered = plans = 0
     for completion, in con.execute(
             "select completion from llm_calls where run_id = ? and purpose = 'plan' and parse_ok = 1 "
@@ -275,9 +285,10 @@ def _question(purpose: str) -> str:
     return "probe" if purpose.startswith("probe") else purpose
 
 
-def _llm(con: Any, run_id: str, n: int, hours: float) -> Metrics:
+def _llm(con: Any, run_id: str, n: float, hours: float, stayed: dict[str, Stay], ticks: int) -> Metrics:
     """Cost per person-hour counts the run's ticks (probes excluded: they come after the run);
-    failures and fallbacks count every question, probes included."""
+    failures and fallbacks count every question, probes included. ``n``: as ``_talk``'s; ``stayed``
+    and ``ticks`` (``rundb.presence``) give the person-hours of each group and kind of person."""
     calls = tokens = failures = 0
     asked: Counter[str] = Counter()
     fell: Counter[str] = Counter()
@@ -306,19 +317,23 @@ def _llm(con: Any, run_id: str, n: int, hours: float) -> Metrics:
             "and purpose not like 'probe%'", [run_id]).fetchone()
         if rated:
             out["llm.sampled_rating_share"] = _ratio(unscored or 0, rated)
-    out.update(_calls_by_kind(con, run_id, hours))
-    out.update(_by_group(con, run_id, hours))
+    out.update(_calls_by_kind(con, run_id, hours, stayed, ticks))
+    out.update(_by_group(con, run_id, hours, stayed, ticks))
     return out
 
 
-def _by_group(con: Any, run_id: str, hours: float) -> Metrics:
+def _by_group(con: Any, run_id: str, hours: float, stayed: dict[str, Stay], ticks: int) -> Metrics:
     """The LLM's cost and failures, and how much each group's people said and how much of it was the
     prompt's example, per model group, in runs whose people name model groups (``agents.llm_group``,
-    run.db schema 12); probes out of the cost, in the failures, as in ``_llm``."""
+    run.db schema 12); probes out of the cost, in the failures, as in ``_llm``. Per person-hour of
+    the group's people (``presence.headcount``)."""
     groups = group_of(con, run_id)
     if not groups or not hours:
         return {}
-    members: Counter[str] = Counter(groups.get(a, UNGROUPED) for a in people(con, run_id))
+    ids: dict[str, list[str]] = defaultdict(list)
+    for a in stayed:
+        ids[groups.get(a, UNGROUPED)].append(a)
+    members = {group: headcount(stayed, ticks, who) for group, who in ids.items()}
     calls: Counter[str] = Counter()
     failures: Counter[str] = Counter()
     asked: Counter[str] = Counter()
@@ -354,9 +369,10 @@ def _by_group(con: Any, run_id: str, hours: float) -> Metrics:
     return out
 
 
-def _calls_by_kind(con: Any, run_id: str, hours: float) -> Metrics:
+def _calls_by_kind(con: Any, run_id: str, hours: float, stayed: dict[str, Stay], ticks: int) -> Metrics:
     """Calls per person per game hour for the background crowd and the named people apart, in runs
-    that have a crowd (``agents.crowd``, run.db schema 7); probes excluded as above."""
+    that have a crowd (``agents.crowd``, run.db schema 7); probes excluded as above. Per
+    person-hour of each kind (``presence.headcount``)."""
     if not _has(con, "agents", "crowd"):
         return {}
     kinds = dict(con.execute("select agent_id, crowd from agents where run_id = ?", [run_id]).fetchall())
@@ -367,9 +383,10 @@ def _calls_by_kind(con: Any, run_id: str, hours: float) -> Metrics:
     for agent_id, count in con.execute("select agent_id, count(*) from llm_calls where run_id = ? "
                                        "and purpose not like 'probe%' group by agent_id", [run_id]):
         calls[agent_id in crowd] += count
-    named = len(kinds) - len(crowd)
-    return {"llm.calls_per_agent_hour.crowd": _ratio(calls[True], len(crowd) * hours),
-            "llm.calls_per_agent_hour.named": _ratio(calls[False], named * hours) if named else None}
+    named = [a for a in kinds if a not in crowd]
+    return {"llm.calls_per_agent_hour.crowd": _ratio(calls[True], headcount(stayed, ticks, sorted(crowd)) * hours),
+            "llm.calls_per_agent_hour.named": _ratio(calls[False], headcount(stayed, ticks, named) * hours)
+            if named else None}
 
 
 # ---------------------------------------------------------------------- memory and reflection
@@ -379,20 +396,22 @@ COUNTED_OUT = ("seed", "reflection", "summary")
 ``memory.stream.NOT_COUNTED`` holds the other two)."""
 
 
-def _memory(con: Any, run_id: str, hours: float) -> Metrics:
+def _memory(con: Any, run_id: str, hours: float, stayed: dict[str, Stay], ticks: int) -> Metrics:
     """How fast importance accrues and whether people reflected, for the named people (the background
     crowd does not reflect): a reflection that never fires is a part of cognition that is not running,
-    whatever the fallback shares say."""
+    whatever the fallback shares say. Importance per person-hour of the named people
+    (``presence.headcount``); the reflected share of the named people ever in the town."""
     crowd = " and not crowd" if _has(con, "agents", "crowd") else ""
     named = f"agent_id in (select agent_id from agents where run_id = ?{crowd})"
-    people_named, = con.execute(f"select count(*) from agents where run_id = ?{crowd}", [run_id]).fetchone()
+    named_ids = [a for a, in con.execute(f"select agent_id from agents where run_id = ?{crowd}", [run_id])]
+    people_named = len(named_ids)
     gained, = con.execute(
         f"select coalesce(sum(importance), 0) from memories where run_id = ? and {named} and importance is not null "
         f"and kind not in ({', '.join('?' for _ in COUNTED_OUT)})", [run_id, run_id, *COUNTED_OUT]).fetchone()
     insights, reflected = con.execute(
         f"select count(*), count(distinct agent_id) from memories where run_id = ? and {named} and kind = 'reflection'",
         [run_id, run_id]).fetchone()
-    return {"memory.importance_per_agent_hour": _ratio(gained, people_named * hours),
+    return {"memory.importance_per_agent_hour": _ratio(gained, headcount(stayed, ticks, named_ids) * hours),
             "memory.insights": float(insights) if people_named else None,
             "memory.reflected_share": _ratio(reflected, people_named)}
 

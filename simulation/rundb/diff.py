@@ -30,12 +30,22 @@ VOLATILE: dict[str, frozenset[str]] = {
 SKIPPED_TABLES = frozenset({"resume_state"})
 """Bookkeeping of how a run was stepped (its checkpoint, how often it was resumed), not what happened."""
 
-PREFIX_TICK = {"conversations": "ended_tick", "inbox": "delivered_tick"}
+PREFIX_TICK = {"conversations": "ended_tick", "inbox": "delivered_tick", "agents": "arrived_tick"}
 """How a table's rows are dated when only the ticks before a fork are compared (default ``tick``):
-a conversation belongs to the prefix once it has ended, a whisper once it was delivered."""
-LATER = {"runs": frozenset({"ticks_done"}), "memories": frozenset({"last_accessed"})}
+a conversation belongs to the prefix once it has ended, a whisper once it was delivered, a
+person once they arrived (0 for the people a run starts with)."""
+LATER = {"runs": frozenset({"ticks_done"}), "memories": frozenset({"last_accessed"}),
+         "agents": frozenset({"left_tick"})}
 """Columns of a prefix's rows that later ticks update in place (how many ticks a run did, when a
-memory was last retrieved): left out when only the ticks before a fork are compared."""
+memory was last retrieved, when someone left): left out when only the ticks before a fork are
+compared. See also ``RATED_LATER``."""
+RATED_LATER = ("memories", "importance")
+"""Two kinds of memory made before a fork can be rated after it, so in a prefix comparison their
+importance is not compared (every other memory's is):
+- a line's memory is rated at its conversation's recap, the tick the conversation ends: for a
+  conversation still open at the fork, after it (``ended_tick`` at or after the fork tick, or none);
+- a memory waiting to be rated (``cognition.importance``: until its owner next thinks) when its
+  owner left the town at or after the fork tick: in the run they left, it stays unrated (null)."""
 AFTER_THE_END = frozenset({"probes", "behaviour", "embeddings"})
 """Left out of a prefix comparison: what a run writes at its end (probe answers, its metrics),
 and the vectors of its texts (each memory's text is compared; its vector follows from it)."""
@@ -91,6 +101,26 @@ def table_rows(con: sqlite3.Connection, table: str, columns: list[str],
     return con.execute(f"select {cols} from [{table}]{where} order by {order}", args).fetchall()
 
 
+def _rated_later(con: sqlite3.Connection, before_tick: int) -> set[Any]:
+    """Ids of the memories that may be rated at or after ``before_tick`` (``RATED_LATER``)."""
+    late: set[Any] = set()
+    if "conversation_id" in {r[1] for r in con.execute("pragma table_info([memories])")}:
+        late |= {r[0] for r in con.execute(
+            "select m.id from memories m join conversations c on c.id = m.conversation_id "
+            "where c.ended_tick is null or c.ended_tick >= ?", [before_tick])}
+    if "left_tick" in {r[1] for r in con.execute("pragma table_info([agents])")}:
+        late |= {r[0] for r in con.execute(
+            "select m.id from memories m join agents g on g.agent_id = m.agent_id "
+            "where g.left_tick >= ? and m.importance is null", [before_tick])}
+    return late
+
+
+def _unrated(rows: list[tuple[Any, ...]], columns: list[str], late: set[Any]) -> list[tuple[Any, ...]]:
+    """``rows`` with the importance of the memories in ``late`` blanked (``RATED_LATER``)."""
+    i, j = columns.index("id"), columns.index(RATED_LATER[1])
+    return [row[:j] + (None,) + row[j + 1:] if row[i] in late else row for row in rows]
+
+
 def first_difference(ours: Path, theirs: Path, tables: list[str] | None = None, *,
                      before_tick: int | None = None) -> Difference | None:
     """The first place where run.db ``ours`` and ``theirs`` differ, or None when they are the same run.
@@ -114,6 +144,9 @@ def first_difference(ours: Path, theirs: Path, tables: list[str] | None = None, 
             if columns != other:
                 return Difference(table, 0, None, f"columns {columns}", f"columns {other}")
             rows_a, rows_b = table_rows(a, table, columns, before_tick), table_rows(b, table, columns, before_tick)
+            if before_tick is not None and table == RATED_LATER[0] and {"id", RATED_LATER[1]} <= set(columns):
+                late = _rated_later(a, before_tick) | _rated_later(b, before_tick)
+                rows_a, rows_b = (_unrated(rows, columns, late) for rows in (rows_a, rows_b))
             for i, (ra, rb) in enumerate(zip(rows_a, rows_b)):
                 if ra != rb:
                     j = next(k for k in range(len(columns)) if ra[k] != rb[k])

@@ -14,7 +14,9 @@
   another place, day or time); a version that *lost* details (said "a party at the cafe" with
   no time) is counted apart, as detail retention = kept / (kept + lost + changed);
 * **invented**: memories carrying a fact, from the person's own plan, line or reflection,
-  before they were aware of it.
+  before they were aware of it;
+* **aware share**: of the people in the town at the end of the run (``rundb.presence``: not those
+  who left; those who arrived, yes), the share aware of it. In a run nobody left, aware / people.
 
 Standard library only (see the package's docstring).
 """
@@ -27,9 +29,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulation.provenance.rules import AWARE_SOURCES, TOLD_SOURCES, VERDICTS
+from simulation.provenance.rules import AWARE_SOURCES, TOLD_SOURCES, VERDICTS, corrections
 from simulation.rundb.connect import column_names, table_names
 from simulation.rundb.metrics import people
+from simulation.rundb.presence import stays
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,21 @@ class FactInfo:
     id: str
     text: str
     details: list[dict[str, Any]] = field(default_factory=list)
+    corrected: int | None = None
+    """The tick of the correction that gave ``text`` and ``details`` (None: the scenario's own)."""
 
 
 def facts(con: Any, run_id: str) -> dict[str, FactInfo]:
+    """fact id -> the fact as it stands at the end of what was run: the scenario's ``facts:`` (from
+    ``resume_state``), with the corrections the run made (``provenance.rules.corrections``)."""
+    found = _started(con, run_id)
+    for fact_id, (tick, text, details) in corrections(con, run_id).items():
+        if fact_id in found:
+            found[fact_id] = FactInfo(fact_id, text, details, corrected=tick)
+    return found
+
+
+def _started(con: Any, run_id: str) -> dict[str, FactInfo]:
     """fact id -> the fact as the run was started (the scenario's ``facts:``, from ``resume_state``)."""
     if "resume_state" not in table_names(con):
         return {}
@@ -149,7 +164,9 @@ class Spread:
 
     fact_id: str
     people: int
+    """The people in the town at the end of the run (whoever left is not; ``rundb.presence``)."""
     aware: int
+    """Everyone ever aware of it, who left the town since included."""
     told: int
     """Aware because someone passed it on (heard): people other than the fact's sources."""
     roots: int
@@ -165,10 +182,15 @@ class Spread:
     """Memories carrying it from a person's own plan, line or reflection before they were aware."""
     from_unaware: int
     """People told by someone who was not aware themselves."""
+    aware_here: int | None = None
+    """Of ``people`` (those in the town at the end), how many are aware (None: ``aware``)."""
 
     @property
     def aware_share(self) -> float:
-        return self.aware / self.people if self.people else 0.0
+        """The share of the people in the town at the end who are aware of it (those who left are
+        in neither count; in a run nobody left, ``aware / people``)."""
+        here = self.aware if self.aware_here is None else self.aware_here
+        return here / self.people if self.people else 0.0
 
     @property
     def distortion(self) -> float | None:
@@ -182,16 +204,17 @@ class Spread:
 
 def spread(con: Any, run_id: str) -> dict[str, Spread]:
     """fact id -> its spread (see the module's docstring for each definition)."""
-    n_people = len(people(con, run_id))
+    here = {a for a, s in stays(con, run_id).items() if s.left is None}  # in the town at the end
     learned = first_aware(con, run_id)
     invented = _invented(con, run_id, learned)
     out = {}
     for fact_id, items in learned.items():
         told = [i for i in items if i.parent is not None]
         out[fact_id] = Spread(
-            fact_id, n_people, len(items), len(told), len(items) - len(told), max((i.depth for i in items), default=0),
+            fact_id, len(here), len(items), len(told), len(items) - len(told), max((i.depth for i in items), default=0),
             sum(i.changed > 0 for i in told), sum(i.kept for i in told), sum(i.lost for i in told),
-            sum(i.changed for i in told), invented.get(fact_id, 0), sum(not i.teller_aware for i in told))
+            sum(i.changed for i in told), invented.get(fact_id, 0), sum(not i.teller_aware for i in told),
+            sum(i.agent_id in here for i in items))
     return out
 
 

@@ -24,9 +24,15 @@ Why undirected: knowing someone is mutual in this model (a conversation updates 
 at the same tick), while the directed count made a pair that a persona file seeds from one
 side only count half, and depended on whether the other side's recap had been written yet.
 It is also what the engine tracks while it runs (``SocialGraph.density``), so the summary,
-the viewer and the live model agree. A run recorded before the ``relationships`` table
+the viewer and the live model agree (in a run where nobody arrived or left: the live graph keeps
+whoever left, as the others remember them). A run recorded before the ``relationships`` table
 existed falls back to the pairs that have had a conversation (from the tick it started),
 with the same formula.
+
+*n* and the pairs are those of the people in the town at *t* (``rundb.presence``: arrived by
+then and not yet left), so someone who arrives later is not a stranger to everyone before they
+come, and someone who left stops counting; in a run where everyone was there throughout, *n* is
+everyone.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from simulation.rundb.connect import column_names, table_names
+from simulation.rundb.presence import everyone_throughout, here_at, stays
 
 GraphSource = Literal["relationships", "conversations"]
 
@@ -180,19 +187,29 @@ class Knows:
 
 
 def knows_by_tick(con: Any, run_id: str, source: GraphSource | None = None) -> list[Knows]:
-    """The who-knows-whom graph at every recorded tick, in tick order (see the module's
-    docstring for the definition); ``source`` defaults to ``graph_source(con)``."""
-    ids = list(people(con, run_id))
+    """The who-knows-whom graph at every recorded tick, in tick order, over the people in the
+    town at that tick (see the module's docstring for the definition); ``source`` defaults to
+    ``graph_source(con)``."""
+    stayed = stays(con, run_id)
+    ids = list(stayed)
     born: dict[frozenset[str], int] = {}
     for a, b, tick in _edges_born(con, run_id, source or graph_source(con)):
         for pair in knows_pairs([(a, b)], ids):
             born[pair] = min(tick, born.get(pair, tick))
-    firsts = sorted(born.values())
-    out, known = [], 0
-    for tick, sim_time in con.execute("select tick, sim_time from ticks where run_id = ? order by tick", [run_id]):
-        while known < len(firsts) and firsts[known] <= tick:
-            known += 1
-        out.append(Knows(int(tick), sim_time, len(ids), known))
+    ticks = con.execute("select tick, sim_time from ticks where run_id = ? order by tick", [run_id]).fetchall()
+    out: list[Knows] = []
+    if everyone_throughout(stayed):  # everyone at every tick: count the pairs as they are born
+        firsts = sorted(born.values())
+        known = 0
+        for tick, sim_time in ticks:
+            while known < len(firsts) and firsts[known] <= tick:
+                known += 1
+            out.append(Knows(int(tick), sim_time, len(ids), known))
+        return out
+    for tick, sim_time in ticks:
+        here = set(here_at(stayed, int(tick)))
+        known = sum(1 for pair, first in born.items() if first <= tick and pair <= here)
+        out.append(Knows(int(tick), sim_time, len(here), known))
     return out
 
 

@@ -58,6 +58,15 @@ class FactDetail(StrictModel):
         return self
 
 
+def unique_names(details: list[FactDetail]) -> list[FactDetail]:
+    """``details`` if no two share a name (a fact's, or a correction's new ones), else ValueError."""
+    names = [d.name for d in details]
+    doubled = sorted({n for n in names if names.count(n) > 1})
+    if doubled:
+        raise ValueError(f"detail names must differ; repeated: {', '.join(doubled)}")
+    return details
+
+
 class Fact(StrictModel):
     id: Identifier
     text: LongText = Field(min_length=1, description="the fact as one would tell it, with its details")
@@ -68,11 +77,7 @@ class Fact(StrictModel):
     @field_validator("details")
     @classmethod
     def _unique_names(cls, details: list[FactDetail]) -> list[FactDetail]:
-        names = [d.name for d in details]
-        doubled = sorted({n for n in names if names.count(n) > 1})
-        if doubled:
-            raise ValueError(f"detail names must differ; repeated: {', '.join(doubled)}")
-        return details
+        return unique_names(details)
 
 
 class Probe(StrictModel):

@@ -6,7 +6,8 @@ duplicate id is a problem at the line that names it, all of them reported togeth
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import date, timedelta
 from pathlib import Path
 
 import networkx as nx
@@ -14,15 +15,38 @@ import networkx as nx
 from simulation.errors import Problem
 from simulation.formats.paths import resolve_path
 from simulation.formats.yamlfile import YamlDocument, missing_file
+from simulation.provenance.details import Detail, DetailReader, place_aliases
+from simulation.scenario.measures import FactDetail
 from simulation.scenario.resolved import ResolvedPersona
 from simulation.scenario.schema import Scenario
 
-__all__ = ["check_references"]
+__all__ = ["check_references", "unnamed_details"]
+
+
+def unnamed_details(sc: Scenario, text: str, details: Sequence[FactDetail], when: date) -> list[FactDetail]:
+    """The place and date details of a fact that its ``text`` (said on ``when``) does not name, by
+    the rules probes and the tracker read them with (``provenance.details``): a correction whose
+    new text moves the party to the Rose and Crown but keeps Hobbs Cafe as its place would score
+    everyone who repeats it as wrong. Both ``agora fork --correct`` and a scenario's ``correction``
+    event are refused for it."""
+    reader = DetailReader(place_aliases({p.id: (p.name, p.kind) for p in sc.town.places}))
+    missing = {d.name for d in reader.unnamed(text, [Detail(d.name, d.kind, d.value, tuple(d.aliases))
+                                                      for d in details], when)}
+    return [d for d in details if d.name in missing]
+
+
+def shown_detail(sc: Scenario, detail: FactDetail) -> str:
+    """A detail's value as a person would say it (a place's name), for messages."""
+    names = {p.id: p.name for p in sc.town.places}
+    return f"{names[detail.value]} ({detail.value})" if detail.kind == "place" and detail.value in names \
+        else detail.value
 
 
 def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPersona],
-                     sampled: list[ResolvedPersona] | None = None) -> list[Problem]:
-    """Every broken reference of ``sc`` (whose named people are ``people``; ``sampled`` were placed by the sampler)."""
+                     sampled: list[ResolvedPersona] | None = None,
+                     arrivals: dict[int, ResolvedPersona] | None = None) -> list[Problem]:
+    """Every broken reference of ``sc`` (whose named people are ``people``; ``sampled`` were placed by
+    the sampler; ``arrivals``: event index -> the person an arrival brings)."""
     problems: list[Problem] = []
     place_ids: dict[str, int] = {}
     for i, place in enumerate(sc.town.places):
@@ -61,6 +85,24 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
                 problems.append(doc.problem(("personas", i, key), f"unknown place {place!r}"))
     for person in sampled or []:  # the sampler placed them in known places and kept their ids unique
         agent_ids.setdefault(person.persona.id, -1)
+    starting = set(agent_ids)
+    arriving = {a.persona.id for a in (arrivals or {}).values()}
+    for i, person in sorted((arrivals or {}).items()):
+        pid, entry = person.persona.id, sc.events[i].person
+        assert entry is not None
+        if pid in agent_ids:
+            problems.append(doc.problem(("events", i, "person"), f"persona id {pid!r} is already in the town "
+                                        "(an arrival brings someone new)"))
+        agent_ids.setdefault(pid, -1)
+        for key in ("home", "workplace"):
+            place = getattr(entry, key)
+            if place is not None and place not in place_ids:
+                problems.append(doc.problem(("events", i, "person", key), f"unknown place {place!r}"))
+        if entry.persona is not None:  # inline: written for this scenario, so its ties must be too
+            for other in entry.persona.relationships:
+                if other not in agent_ids and other not in arriving:
+                    problems.append(doc.problem(("events", i, "person", "persona", "relationships", other),
+                                                f"unknown persona {other!r}"))
     end = sc.clock.start + timedelta(hours=sc.clock.duration_hours)
     for i, ev in enumerate(sc.events):
         if ev.to is not None and ev.to not in agent_ids:
@@ -77,6 +119,7 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
                 doc.problem(("events", i, "at"), f"{ev.at:%Y-%m-%d %H:%M} is outside the run "
                             f"({sc.clock.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M})")
             )
+    problems += _presence(doc, sc, starting, arrivals or {}, set(agent_ids))
     fact_ids: dict[str, int] = {}
     for i, fact in enumerate(sc.facts):
         if fact.id in fact_ids:
@@ -91,6 +134,10 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
     for i, ev in enumerate(sc.events):
         if ev.fact is not None and ev.fact not in fact_ids:
             problems.append(doc.problem(("events", i, "fact"), f"unknown fact {ev.fact!r}"))
+        for j, detail in enumerate(ev.details or []):
+            if detail.kind == "place" and detail.value not in place_ids:
+                problems.append(doc.problem(("events", i, "details", j, "value"), f"unknown place {detail.value!r}"))
+    problems += _corrections(doc, sc, fact_ids)
     for i, probe in enumerate(sc.probes):
         if probe.fact is not None and probe.fact not in fact_ids:
             problems.append(doc.problem(("probes", i, "fact"), f"unknown fact {probe.fact!r}"))
@@ -121,6 +168,25 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
     return problems
 
 
+def _corrections(doc: YamlDocument, sc: Scenario, fact_ids: dict[str, int]) -> list[Problem]:
+    """A ``correction`` whose new text does not name the fact's place or date as they stand after it
+    (its own ``details``, else those the fact had then: ``unnamed_details``). The events are walked
+    in the order the run delivers them, so a second correction is read against the first's."""
+    problems: list[Problem] = []
+    standing = {fact.id: list(fact.details) for fact in sc.facts}
+    for _, i, ev in sc.delivery_order():
+        if ev.kind != "correction" or ev.fact not in fact_ids:
+            continue
+        details = standing[ev.fact] = list(ev.details) if ev.details is not None else standing[ev.fact]
+        for detail in unnamed_details(sc, ev.text, details, ev.at.date()):
+            problems.append(doc.problem(("events", i, "text"), (
+                f"the corrected text of fact {ev.fact!r} does not name its {detail.name} "
+                f"{shown_detail(sc, detail)}; a fact's text and details must agree: if the {detail.name} "
+                f"changed, give the new one in this event's details ({{name: {detail.name}, kind: "
+                f"{detail.kind}, value: ...}})")))
+    return problems
+
+
 def _model_groups(doc: YamlDocument, sc: Scenario) -> list[Problem]:
     """A person or population naming a model group the ``llm:`` block lacks, and a group's model
     file that is not there (a model taken from the block around it is checked there, once)."""
@@ -129,6 +195,8 @@ def _model_groups(doc: YamlDocument, sc: Scenario) -> list[Problem]:
     known = (f"the scenario's groups: {', '.join(sorted(groups))}" if groups
              else "the scenario has no llm.groups")
     named = [(("personas", i, "llm"), entry.llm) for i, entry in enumerate(sc.personas)]
+    named += [(("events", i, "person", "llm"), ev.person.llm) for i, ev in enumerate(sc.events)
+              if ev.person is not None]
     if sc.population is not None:
         named.append((("population", "llm"), sc.population.llm))
     for where, group in named:
@@ -140,4 +208,30 @@ def _model_groups(doc: YamlDocument, sc: Scenario) -> list[Problem]:
         why = settings.model_problem(Path(doc.path).parent)
         if why is not None:
             problems.append(doc.problem(("llm", "groups", name, "model"), why))
+    return problems
+
+
+def _presence(doc: YamlDocument, sc: Scenario, starting: set[str], arrivals: dict[int, ResolvedPersona],
+              known: set[str]) -> list[Problem]:
+    """A whisper or a departure for someone who is not in the town at its time: not arrived yet,
+    or gone already. The events are walked in the order the run delivers them (by tick, then as
+    listed); an unknown id is the reference check's problem, not this one's."""
+    problems: list[Problem] = []
+    present = set(starting)
+    came: dict[str, int] = {}
+    for i, person in sorted(arrivals.items(), reverse=True):
+        came[person.persona.id] = i
+    went: dict[str, int] = {}
+    for _, i, ev in sc.delivery_order():
+        if ev.kind in ("whisper", "departure") and ev.to in known and ev.to not in present:
+            why = (f"they left at {sc.events[went[ev.to]].at:%Y-%m-%d %H:%M} (events[{went[ev.to]}])" if ev.to in went
+                   else f"they arrive at {sc.events[came[ev.to]].at:%Y-%m-%d %H:%M} (events[{came[ev.to]}])"
+                   if ev.to in came else "they never arrive")
+            problems.append(doc.problem(("events", i, "to"), f"{ev.to!r} is not in the town at "
+                                        f"{ev.at:%Y-%m-%d %H:%M}: {why}"))
+        if ev.kind == "departure" and ev.to in present:
+            present.discard(ev.to)
+            went[ev.to] = i
+        elif ev.kind == "arrival" and i in arrivals:
+            present.add(arrivals[i].persona.id)
     return problems

@@ -39,7 +39,26 @@ class LoadedScenario(BaseModel):
     path: str
     scenario: Scenario
     people: list[ResolvedPersona]
+    """The people the run starts with."""
     source_text: str
+    arrivals: dict[int, ResolvedPersona] = {}
+    """Index into ``scenario.events`` of each ``arrival`` -> the person who arrives, resolved as
+    ``people`` are (``start_place`` is where they arrive). Not in ``people``: nothing of them exists
+    before they arrive, so a fork that adds someone is its parent, row for row, until then."""
+
+    def in_town(self, tick: int) -> set[str]:
+        """Ids of the people in the town at ``tick``, its scheduled events delivered: those the run
+        starts with and those who arrived by then, less those who left. What ``TownModel`` keeps
+        as it steps (``order``) and ``rundb.presence`` reads back from run.db."""
+        here = {p.persona.id for p in self.people}
+        for at, i, ev in self.scenario.delivery_order():
+            if at > tick:
+                break
+            if ev.kind == "arrival" and i in self.arrivals:
+                here.add(self.arrivals[i].persona.id)
+            elif ev.kind == "departure":
+                here.discard(ev.to or "")
+        return here
 
     @model_validator(mode="before")
     @classmethod
@@ -53,9 +72,13 @@ class LoadedScenario(BaseModel):
                 data = {**data, "scenario": {**data["scenario"], "llm": registry.own_fields(llm)}}
         return data
 
+    def everyone(self) -> list[ResolvedPersona]:
+        """The people the run starts with, then those who arrive during it (in the events' order)."""
+        return self.people + [self.arrivals[i] for i in sorted(self.arrivals)]
+
     def persona(self, agent_id: str) -> Persona:
-        return next(p.persona for p in self.people if p.persona.id == agent_id)
+        return next(p.persona for p in self.everyone() if p.persona.id == agent_id)
 
     def llm_groups(self) -> dict[str, str]:
-        """Person -> model group, for the people who name one (``llm:`` on their entry)."""
-        return {p.persona.id: p.llm_group for p in self.people if p.llm_group is not None}
+        """Person -> model group, for the people who name one (``llm:`` on their entry), arrivals too."""
+        return {p.persona.id: p.llm_group for p in self.everyone() if p.llm_group is not None}

@@ -14,7 +14,7 @@ from simulation.formats.fields import LongText, ShortText, StrictModel
 from simulation.formats.persona import Persona
 from simulation.llm import registry
 from simulation.llm.registry import AnyLLMSettings
-from simulation.scenario.measures import Fact, Probe, Topic
+from simulation.scenario.measures import Fact, FactDetail, Probe, Topic
 from simulation.scenario.people import PersonaEntry, PopulationEntry
 from simulation.scenario.settings import CognitionSettings, MemorySettings, changed_section
 from simulation.scenario.timeline import Clock, ScheduledEvent
@@ -56,6 +56,22 @@ class Scenario(StrictModel):
         ``setting`` event changes from its tick on."""
         section, _, name = setting.partition(".")
         return self.model_copy(update={section: changed_section(getattr(self, section), name, value)})
+
+    def delivery_order(self) -> list[tuple[int, int, ScheduledEvent]]:
+        """(tick, index, event) of every scheduled event in the order a run delivers them: by the
+        tick it falls in, then as listed. The model steps by it, and whatever asks who is in the
+        town when, or how a fact stands, walks it (``LoadedScenario.in_town``, the reference checks,
+        a fork's checks)."""
+        return sorted(((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(self.events)),
+                      key=lambda t: (t[0], t[1]))
+
+    def with_correction(self, fact: str, text: str, details: list[FactDetail] | None = None) -> Scenario:
+        """This scenario with fact ``fact``'s text replaced by ``text`` (and its details by ``details``,
+        unless None): what a ``correction`` event makes of it from its tick on. The fact keeps its id
+        and ``known_by``, so what it was called before and after is one fact that changed."""
+        update: dict[str, Any] = {"text": text, **({"details": list(details)} if details is not None else {})}
+        return self.model_copy(update={"facts": [f.model_copy(update=update) if f.id == fact else f
+                                                 for f in self.facts]})
 
 
 def explain(loc: FieldPath, error: dict[str, Any]) -> str | None:

@@ -7,6 +7,12 @@ the commit (everything the tick produced, one transaction, with the engine's sta
 resume). Activation is simultaneous: every person decides on the state observed at the start
 of the tick, then all act. The people are Mesa agents (``model.agents``) in a network space
 whose cells are the town's places. See docs/design.md and docs/cognition.md.
+
+Scheduled events can change the town itself: someone arrives (an agent built then, with their
+``agents`` row, seed memories and ties), someone leaves (out of Mesa's space and agent set,
+so nobody sees or meets them and no phase runs for them; their conversation ends), a fact's
+text is corrected (the tracker scores what follows against the new version). On resume, the
+ones delivered before the checkpoint are made again, without their rows (``restore``).
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from simulation.provenance.details import DetailReader, place_aliases
 from simulation.provenance.facts import fact_text
 from simulation.provenance.probes import score_answer
 from simulation.provenance.tracker import FactTracker
-from simulation.record.recorder import Recorder
+from simulation.record.recorder import Recorder, person_row
 from simulation.record.store import RunStore, dumps, sim_iso
 from simulation.scenario import resolve_path
 from simulation.tick.checkpoint import ModelState, capture, restore
@@ -45,6 +51,7 @@ from simulation.world.town_map import TownMap
 
 if TYPE_CHECKING:
     from simulation.llm.groups import RunBackends
+    from simulation.scenario import Fact, ResolvedPersona
     from simulation.scenario.timeline import ScheduledEvent
     from simulation.run.settings import RunSettings
 
@@ -99,14 +106,13 @@ class TownModel(mesa.Model):
         # running batch finish before Ctrl-C is seen; here it interrupts between tokens. A
         # BatchLoop sends each phase's requests as one batch and turns a stuck phase into an error.
         self.loop = BatchLoop()
-        self.conversations = Conversations({a.agent_id: a.state for a in self.order}, self.memory, self.recorder,
+        self.conversations = Conversations(self._states, self.memory, self.recorder,
                                            self.buffer, self.moment, lambda: store.next_id("conversations"))
         self.place_events: list[PlaceEvent] = []
-        self.scheduled = sorted(
-            ((self.clock.tick_at(ev.at), i, ev) for i, ev in enumerate(sc.events)), key=lambda t: (t[0], t[1])
-        )
+        self.scheduled = sc.delivery_order()
         self._as_now = sc
-        """The scenario with the setting events delivered so far applied (``_change_setting``)."""
+        """The scenario with the setting and correction events delivered so far applied
+        (``_change_setting``, ``_correct``): the settings cognition reads, the facts as they stand."""
         self.mind = TownMind(
             settings=settings.cognition(), moment=self.moment, llm=self.llm, memory=self.memory, town=self.town,
             hub=self.hub, social=self.social, agents=self.people, order=[a.state for a in self.order],
@@ -134,42 +140,62 @@ class TownModel(mesa.Model):
         memory.set_time(0, self.now)
         return memory
 
-    def _people(self) -> None:
-        """The people, as Mesa agents in their start places, each with the system prompt built from
-        who they are and the town as they need it: every public place, and of the homes only their
+    def _person(self, rp: ResolvedPersona) -> PersonaAgent:
+        """One person, as a Mesa agent at their start place, with the system prompt built from who
+        they are and the town as they need it: every public place, and of the homes only their
         own (in the 25-person flagship the other 21 homes were half of every persona's tokens)."""
+        own = {rp.home, rp.start_place, rp.workplace}
+        places = [(pid, f"{place.name} ({place.kind})") for pid, place in self.town.places.items()
+                  if place.kind != "home" or pid in own]
+        return PersonaAgent(self, AgentState(
+            id=rp.persona.id, persona=rp.persona, home=rp.home, workplace=rp.workplace, place=rp.start_place,
+            crowd=rp.crowd,
+            system_prompt=prompts.render("system.j2", p=rp.persona, home=f"{self.town.name(rp.home)} ({rp.home})",
+                                         places=places),
+        ))
+
+    def _people(self) -> None:
+        """The people the run starts with (those who arrive later are built then: ``_arrive``)."""
         for rp in self.loaded.people:
-            own = {rp.home, rp.start_place, rp.workplace}
-            places = [(pid, f"{place.name} ({place.kind})") for pid, place in self.town.places.items()
-                      if place.kind != "home" or pid in own]
-            PersonaAgent(self, AgentState(
-                id=rp.persona.id, persona=rp.persona, home=rp.home, workplace=rp.workplace, place=rp.start_place,
-                crowd=rp.crowd,
-                system_prompt=prompts.render("system.j2", p=rp.persona, home=f"{self.town.name(rp.home)} ({rp.home})",
-                                             places=places),
-            ))
+            self._person(rp)
         self.people: dict[str, PersonaAgent] = {a.agent_id: a for a in self.agents}
-        """Mesa's agent set by id (every phase runs in id order: ``self.order``)."""
+        """Everyone who has been in the town, by id (those who left too: others remember them)."""
+        self.gone: set[str] = set()
+        """Who left the town (``departure`` events)."""
         self.order: list[PersonaAgent] = sorted(self.agents, key=lambda a: a.agent_id)
+        """The people in the town now, in id order: every phase runs in it."""
+        self._states = {a.agent_id: a.state for a in self.order}
+        """Everyone's state by id, as the conversations look people up."""
+
+    def _town_changed(self) -> None:
+        """After an arrival or a departure: who is in the town now, for the model and the mind."""
+        self.order = sorted((a for pid, a in self.people.items() if pid not in self.gone), key=lambda a: a.agent_id)
+        self.mind.set_people([a.state for a in self.order])
 
     def _start(self) -> None:
-        """A new run's first state: seed memories, the facts people know from the start, the
-        relationships the personas bring, who is up already, and a start event each."""
+        """A new run's first state: everyone settled in (``_settle``) and a start event each."""
         for agent in self.order:
             s = agent.state
-            for text in s.persona.memories:  # who they are: the same in every run, not worth a question each
-                self.memory.add(s.id, MemoryKind.SEED, text, Provenance(Source.SEEDED), importance=SEED_IMPORTANCE)
-            for fact in self.scenario.facts:
-                if s.id in fact.known_by:
-                    node = self.memory.add(s.id, MemoryKind.SEED, fact.text, Provenance(Source.SEEDED, fact=fact.id))
-                    s.news.append(node.id)
-            for other_id, view in sorted(s.persona.relationships.items()):
-                self.social.seed(s.id, other_id, view)
-            if s.awake_at(self.now):
-                s.status = Status.WAKING  # up already: plans its day on the first tick
-            state = "asleep" if s.status == Status.SLEEPING else "up"
+            state = self._settle(agent, self.scenario.facts)
             self.log_event(s, EventKind.START, f"{s.persona.name} starts the run at {self.town.name(s.place)}",
                            {"state": state})
+
+    def _settle(self, agent: PersonaAgent, facts: Sequence[Fact]) -> str:
+        """A person's first state, when the run starts or when they arrive: their seed memories,
+        the ``facts`` they know from the start (``known_by``), the relationships their persona
+        brings, and whether they are up; returns "up" or "asleep"."""
+        s = agent.state
+        for text in s.persona.memories:  # who they are: the same in every run, not worth a question each
+            self.memory.add(s.id, MemoryKind.SEED, text, Provenance(Source.SEEDED), importance=SEED_IMPORTANCE)
+        for fact in facts:
+            if s.id in fact.known_by:
+                node = self.memory.add(s.id, MemoryKind.SEED, fact.text, Provenance(Source.SEEDED, fact=fact.id))
+                s.news.append(node.id)
+        for other_id, view in sorted(s.persona.relationships.items()):
+            self.social.seed(s.id, other_id, view)
+        if s.awake_at(self.now):
+            s.status = Status.WAKING  # up already: plans their day on the first tick
+        return "asleep" if s.status == Status.SLEEPING else "up"
 
     def _fact_tracker(self, embedder: Embedder) -> FactTracker | None:
         """The tracker of the scenario's facts (None when it declares none)."""
@@ -183,13 +209,16 @@ class TownModel(mesa.Model):
 
     def _happenings(self, person_id: str) -> list[Happening]:
         """The facts ``person_id`` is aware of that say where and when something happens (a place,
-        a date and a time detail), as happenings, and those they accepted an invitation to, by start."""
+        a date and a time detail), as happenings, and those they accepted an invitation to, by start.
+        Each as the version the person holds (``FactTracker.version_held``): after a correction,
+        whoever has not been told it still goes where and when they heard."""
         out = []
-        aware = self.facts.aware if self.facts is not None else {}
-        for fact in self.scenario.facts:
-            if person_id not in aware.get(fact.id, set()):
+        tracker = self.facts
+        for fact in self._as_now.facts:
+            held = tracker.version_held(fact.id, person_id) if tracker is not None else None
+            if held is None:
                 continue
-            kinds = {d.kind: d.value for d in fact.details}
+            kinds = {d.kind: d.value for d in held.details}
             if not {"place", "date", "time"} <= kinds.keys():
                 continue
             day = date.fromisoformat(kinds["date"])
@@ -226,8 +255,8 @@ class TownModel(mesa.Model):
         """Everything between ticks that run.db's other tables do not hold, each part's as that part
         gives it (``simulation.tick.checkpoint`` stores it)."""
         version, internal, gauss = self.random.getstate()
-        return ModelState(
-            tick=self.tick, agents={a.agent_id: a.state.stored() for a in self.order},
+        return ModelState(  # everyone who has been in the town: others still look up who left
+            tick=self.tick, agents={pid: self.people[pid].state.stored() for pid in sorted(self.people)},
             streams=self.memory.stream_states(), conversations=self.conversations.state(),
             place_events=list(self.place_events), scheduled=[index for _, index, _ in self.scheduled],
             edges=self.social.state(), random_state=[version, list(internal), gauss],
@@ -242,9 +271,9 @@ class TownModel(mesa.Model):
         self.conversations.restore(state.conversations)
         self.place_events = list(state.place_events)
         pending = set(state.scheduled)
-        for _, index, ev in self.scheduled:  # settings changed before the checkpoint hold after it
-            if index not in pending and ev.kind == "setting":
-                self._change_setting(ev, log=False)
+        for _, index, ev in self.scheduled:  # what changed before the checkpoint holds after it
+            if index not in pending:
+                self._deliver(index, ev, fresh=False)
         self.scheduled = [item for item in self.scheduled if item[1] in pending]
         self.social.restore(state.edges)
         version, internal, gauss = state.random_state
@@ -253,7 +282,8 @@ class TownModel(mesa.Model):
         for agent_id, stored in state.agents.items():
             agent = self.people[agent_id]
             agent.state.restore(stored)
-            agent.move_to(agent.state.place)
+            if agent_id not in self.gone:  # whoever left is out of the town's space
+                agent.move_to(agent.state.place)
         self.memory.restore_streams(state.streams)
         for phase in self.phases:
             if phase.name in state.phases:
@@ -284,16 +314,52 @@ class TownModel(mesa.Model):
         self._set_tick(self.tick + 1)
 
     def _deliver_inbox(self) -> None:
-        """Whispers typed into the viewer since the last tick become thoughts now."""
+        """Whispers typed into the viewer since the last tick become thoughts now (for someone who
+        has left the town, nothing: the whisper is marked delivered)."""
         for inbox_id, agent_id, text in self.store.whispers_waiting():
             agent = self.people.get(agent_id)
-            if agent is not None and text:
+            if agent is not None and agent_id not in self.gone and text:
                 event_id = self.log_event(agent.state, EventKind.WHISPER, text, {"inbox_id": inbox_id})
                 node = self.memory.add(agent_id, MemoryKind.THOUGHT, text,
                                        Provenance(Source.WHISPERED, event_id=event_id))
                 agent.state.news.append(node.id)
             self.buffer.upsert("inbox", {"id": inbox_id, "delivered_tick": self.tick,
                                          "delivered_at": sim_iso(self.now)})
+
+    def _deliver_scheduled(self) -> None:
+        self._deliver_inbox()
+        self.place_events = [e for e in self.place_events if e.until > self.now]
+        while self.scheduled and self.scheduled[0][0] <= self.tick:
+            _, index, ev = self.scheduled.pop(0)
+            self._deliver(index, ev)
+
+    def _deliver(self, index: int, ev: ScheduledEvent, *, fresh: bool = True) -> None:
+        """Scheduled event ``index`` happens now. ``fresh`` False: it happened before the checkpoint
+        a resumed run starts from, and only what holds from then on is made again (a setting, who
+        arrived or left, a fact's text), not its rows, memories or place event (those are stored)."""
+        if ev.kind == "setting":
+            self._change_setting(ev, log=fresh)
+        elif ev.kind == "arrival":
+            self._arrive(index, ev, fresh=fresh)
+        elif ev.kind == "departure":
+            self._depart(ev, fresh=fresh)
+        elif ev.kind == "correction":
+            self._correct(ev, fresh=fresh)
+        elif not fresh:
+            return
+        elif ev.kind == "whisper":
+            agent = self.people.get(ev.to or "")
+            if agent is None or agent.agent_id in self.gone:
+                return  # a fork removed them before a whisper the scenario had for them later
+            event_id = self.log_event(agent.state, EventKind.WHISPER, ev.text, {"fact": ev.fact} if ev.fact else None)
+            node = self.memory.add(agent.agent_id, MemoryKind.THOUGHT, ev.text,
+                                   Provenance(Source.WHISPERED, event_id=event_id, fact=ev.fact))
+            agent.state.news.append(node.id)
+        else:
+            data = {"minutes": ev.duration_minutes, **({"fact": ev.fact} if ev.fact else {})}
+            event_id = self.log_event(None, EventKind.PLACE_EVENT, ev.text, data, place=ev.place)
+            self.place_events.append(PlaceEvent(
+                event_id or 0, ev.place or "", ev.text, ev.at + timedelta(minutes=ev.duration_minutes), ev.fact))
 
     def _change_setting(self, ev: ScheduledEvent, *, log: bool = True) -> None:
         """A setting event: cognition reads the new value from this tick on (resume applies the
@@ -304,24 +370,63 @@ class TownModel(mesa.Model):
         if log:
             self.log_event(None, EventKind.SETTING, ev.text, {"setting": ev.setting, "value": ev.value})
 
-    def _deliver_scheduled(self) -> None:
-        self._deliver_inbox()
-        self.place_events = [e for e in self.place_events if e.until > self.now]
-        while self.scheduled and self.scheduled[0][0] <= self.tick:
-            _, _, ev = self.scheduled.pop(0)
-            if ev.kind == "setting":
-                self._change_setting(ev)
-            elif ev.kind == "whisper":
-                agent = self.people[ev.to]  # type: ignore[index]
-                event_id = self.log_event(agent.state, EventKind.WHISPER, ev.text, {"fact": ev.fact} if ev.fact else None)
-                node = self.memory.add(agent.agent_id, MemoryKind.THOUGHT, ev.text,
-                                       Provenance(Source.WHISPERED, event_id=event_id, fact=ev.fact))
-                agent.state.news.append(node.id)
-            else:
-                data = {"minutes": ev.duration_minutes, **({"fact": ev.fact} if ev.fact else {})}
-                event_id = self.log_event(None, EventKind.PLACE_EVENT, ev.text, data, place=ev.place)
-                self.place_events.append(PlaceEvent(
-                    event_id or 0, ev.place or "", ev.text, ev.at + timedelta(minutes=ev.duration_minutes), ev.fact))
+    def _arrive(self, index: int, ev: ScheduledEvent, *, fresh: bool = True) -> None:
+        """An arrival: the person is built at the event's place and lives in the town from now on.
+        Fresh, they also get their ``agents`` row, their seed memories and the facts they know
+        (``known_by``, as the facts stand now), the ties their persona brings and those the town's
+        personas have to them, and an ``arrival`` event; resumed, all of that is stored already."""
+        rp = self.loaded.arrivals[index]
+        agent = self._person(rp)
+        self.people[agent.agent_id] = agent
+        self._states[agent.agent_id] = agent.state
+        self.social.add_person(agent.agent_id)
+        if self.facts is not None:
+            self.facts.add_person(rp.persona.name)
+        self._town_changed()
+        if not fresh:
+            return
+        self.buffer.add("agents", person_row(rp, self.tick))
+        state = self._settle(agent, self._as_now.facts)
+        for other in self.order:
+            view = other.state.persona.relationships.get(agent.agent_id)
+            if view is not None:
+                self.social.seed(other.agent_id, agent.agent_id, view)
+        self.log_event(agent.state, EventKind.ARRIVAL, ev.text,
+                       {"state": state, "source": rp.source, "crowd": rp.crowd})
+
+    def _depart(self, ev: ScheduledEvent, *, fresh: bool = True) -> None:
+        """A departure: the person leaves the town. Fresh, the conversation they are in ends
+        ("left the town"; the one who stays recaps it), a ``departure`` event and their
+        ``agents.left_tick`` are written. Then they are out of Mesa's space and agent set and of
+        ``order``: nobody sees or meets them, no phase runs for them, no row of theirs follows."""
+        agent = self.people.get(ev.to or "")
+        if agent is None or agent.agent_id in self.gone:
+            return  # not in the town (a fork removed them before the scenario's own departure)
+        if fresh:
+            conv = self.conversations.of(agent.state)
+            if conv is not None:
+                self.conversations.end(conv, "left the town", leaving=agent.agent_id)
+            self.log_event(agent.state, EventKind.DEPARTURE, ev.text,
+                           {"conversation_id": conv.id} if conv is not None else None)
+            self.buffer.update("agents", (self.store.run_id, agent.agent_id), {"left_tick": self.tick})
+        self.gone.add(agent.agent_id)
+        agent.remove()
+        self._town_changed()
+
+    def _correct(self, ev: ScheduledEvent, *, fresh: bool = True) -> None:
+        """A correction: the fact's text (and details, if given) are the new ones from now on: the
+        tracker checks and reads later memories against them and probes are scored by them. Nobody
+        learns of it by this: each aware person acts on the version they hold until they are told
+        the new one (``FactTracker.version_held``). Fresh, a ``correction`` event records it."""
+        fact = ev.fact or ""
+        was = next(f for f in self._as_now.facts if f.id == fact)
+        self._as_now = self._as_now.with_correction(fact, ev.text, ev.details)
+        now = next(f for f in self._as_now.facts if f.id == fact)
+        if self.facts is not None:  # delivered at its own tick (runs step from 0), resumed or not
+            self.facts.correct(fact_text(now), self.clock.tick_at(ev.at))
+        if fresh:
+            self.log_event(None, EventKind.CORRECTION, ev.text, {
+                "fact": fact, "was": was.text, "details": [d.model_dump(mode="json") for d in now.details]})
 
     def _routine(self) -> None:
         for agent in self.order:
@@ -404,12 +509,13 @@ class TownModel(mesa.Model):
         """Ask every probe question of its people (one batch), at the time the run ended."""
         self._set_tick(self.tick)
         jobs = []
+        here = [a.agent_id for a in self.order]  # whoever left the town is not asked
         for index, probe in enumerate(self.scenario.probes):
-            ids = sorted(self.people) if probe.agents == "all" else probe.agents
+            ids = here if probe.agents == "all" else [a for a in probe.agents if a in here]
             jobs += [(self.people[a].state, probe.question, index) for a in ids]
 
         answers = self.loop.run_phase("probe", [(me.id, answer_probe(me, self.mind, q, i)) for me, q, i in jobs])
-        facts = {f.id: f for f in self.scenario.facts}
+        facts = {f.id: f for f in self._as_now.facts}  # as corrected by the end of the run
         for (me, question, index), (answer, ok, call_id) in zip(jobs, answers, strict=True):
             scored: dict[str, object] = {}
             fact = facts.get(self.scenario.probes[index].fact or "")

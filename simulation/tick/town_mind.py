@@ -109,6 +109,11 @@ class TownMind:
     def people(self) -> Sequence[AgentState]:
         return self._order
 
+    def set_people(self, order: list[AgentState]) -> None:
+        """Who is in the town now, in id order: after someone arrived or left (``TownModel``).
+        ``person`` still finds whoever left, by id, for what others remember of them."""
+        self._order = order
+
     def here(self, person: AgentState) -> list[AgentState]:
         """Read from the Mesa cell the person's agent occupies."""
         cell = self._agents[person.id].cell

@@ -164,8 +164,10 @@ class Conversations:
         answer = "accepted" if move.aim == Aim.ACCEPT else "declined"
         self.buffer.update("invitations", move.invitation_id, {"answer": answer, "answer_utterance_id": utterance_id})
 
-    def end(self, conv: Conversation, reason: str) -> None:
-        """Close it now; both sides' recaps (summary memory, relationship) follow in this tick's recap phase."""
+    def end(self, conv: Conversation, reason: str, leaving: str | None = None) -> None:
+        """Close it now; both sides' recaps (summary memory, relationship) follow in this tick's recap
+        phase. ``leaving``: a participant who leaves the town now, so the ``conversation_end`` event is
+        the other's (the one who left has no row from this tick on); otherwise the first participant's."""
         conv.ended_reason = reason
         conv.ended_tick, conv.ended_at = self.moment.tick, self.moment.now
         names = {a: self.people[a].persona.name for a in conv.participants}
@@ -175,7 +177,7 @@ class Conversations:
             person.conversation_id = None
             if person.status == Status.TALKING:
                 person.status = person.resume_status
-        first = self.people[conv.participants[0]]
+        first = self.people[conv.participants[0] if leaving is None else conv.partner(leaving)]
         self.recorder.event(first, EventKind.CONVERSATION_END, f"{' and '.join(names.values())} stop talking ({reason})",
                             {"conversation_id": conv.id, "turns": conv.turns})
         self.save(conv)

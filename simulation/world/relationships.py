@@ -33,6 +33,10 @@ class SocialGraph:
         self.graph.add_nodes_from(sorted(people))
         self._changed: set[tuple[str, str]] = set()
 
+    def add_person(self, agent_id: str) -> None:
+        """Someone who arrived during the run (their ties are seeded as they arrive)."""
+        self.graph.add_node(agent_id)
+
     def seed(self, agent_id: str, other_id: str, view: str) -> None:
         """A relationship known before the run (from the persona file)."""
         if other_id in self.graph and other_id != agent_id:

@@ -52,10 +52,16 @@ def schedule_item(item: dict[str, Any], places: dict[str, str]) -> str:
         f"@ {common.md(places.get(place, place))}" if place else "") if part)
 
 
-def now_and_plan(db: RunDB, agent_id: str, tick: int, places: dict[str, str]) -> None:
-    state = q.state_of(db, agent_id, tick)
+def now_and_plan(db: RunDB, agent: dict[str, Any], tick: int, places: dict[str, str]) -> None:
+    agent_id = agent["agent_id"]
+    arrived, left = agent.get("arrived_tick"), agent.get("left_tick")  # someone who came or went during the run
+    state = q.state_of(db, agent_id, tick) if not (arrived and tick < arrived) else None
     with st.container(border=True):
         st.markdown(f"**At tick {tick}** ({common.when(q.time_of(db, tick))})")
+        if arrived and tick < arrived:
+            st.caption(f"Not in the town yet: arrives at tick {arrived}.")
+        elif left is not None and tick >= left:
+            st.caption(f"Left the town at tick {left}. Before that:")
         if state:
             st.markdown(f"{common.md(state['action'])} · *{state['status']}* at "
                         f"**{common.md(state.get('place_name') or state['place'])}**")
@@ -160,7 +166,7 @@ with common.run_db() as db:
     with card:
         persona_card(people[agent_id], names)
     with now:
-        now_and_plan(db, agent_id, tick, q.place_names(db))
+        now_and_plan(db, people[agent_id], tick, q.place_names(db))
     tabs = {"Memory stream": lambda: memory_stream(db, agent_id, tick)}
     if db.has("retrievals"):
         tabs["Last retrieval"] = lambda: retrieval(db, agent_id, tick)
