@@ -1,10 +1,13 @@
 """End-of-run probe questions ("Do you know of a party?"), answered from the person's retrieved memories.
 
 Asked straight, a model answers every question: 62-82 % of the people who never heard of the
-party named one anyway. So "I have not heard of it" is a real option, chosen first: a scored
-choice (``converse.choose_number``, calibrated and drawn like any other) between answering from
-what the person remembers and saying they have not heard of it, asked over the same retrieved
-memories. Only a person who chooses to answer is asked for the words.
+party named one anyway. So "I have not heard of it" is a real answer, chosen first: "has she
+heard anything about what she is asked? Yes or No" (``probe_heard.j2``), a scored yes-or-no
+choice (``yesno.choose_yes``, calibrated and drawn like any other) over the same retrieved
+memories the answer would use. Only a person who says yes is asked for the words. (It was a
+numbered choice between "answer from what she remembers" and "say she has not heard"; on the
+1.5B's own probe prompts the yes/no framing told the aware from the unaware better, AUC 0.92
+against 0.84.)
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
 from simulation.cognition.context import context
-from simulation.cognition.converse import choose_number, shuffled
 from simulation.cognition.schemas import ProbeAnswer
+from simulation.cognition.yesno import choose_yes
 from simulation.core import Purpose, probe_purpose
 
 if TYPE_CHECKING:
@@ -22,27 +25,17 @@ if TYPE_CHECKING:
     from simulation.cognition.mind import Mind
 
 NOT_HEARD = "I have not heard anything about that."
-"""The answer of a person who chose to say they do not know."""
-ANSWER, UNKNOWN = "answer", "unknown"
-
-
-def choices(first: str) -> dict[str, str]:
-    """The two answers a person may give (decision -> its words on the menu)."""
-    return {ANSWER: f"answer from what {first} remembers about it",
-            UNKNOWN: f"say that {first} has not heard anything about it"}
+"""The answer of a person who says they have not heard of it."""
+HEARD = "probe_heard.j2"
 
 
 async def answer_probe(me: AgentState, mind: Mind, question: str, index: int) -> tuple[str, bool, int | None]:
     """(the answer, whether it is usable, the llm_calls id behind it)."""
     ctx = await context(me, mind, question, Purpose.PROBE)
-    menu = choices(me.first_name)
-    order = shuffled(2, f"probe/{me.id}/{index}")
-    shown = [list(menu)[i] for i in order]
-    msgs = prompts.messages(me.system_prompt, "probe_choice.j2", **ctx, question=question,
-                            options=[menu[d] for d in shown])
-    pick, call_id = await choose_number(me, mind, msgs, 2, default=shown.index(ANSWER) + 1,
-                                        purpose=f"{probe_purpose(index)}_choice", template="probe_choice.j2")
-    if shown[pick] == UNKNOWN:
+    msgs = prompts.messages(me.system_prompt, HEARD, **ctx, question=question)
+    heard, call_id = await choose_yes(me, mind, msgs, template=HEARD, purpose=f"{probe_purpose(index)}_choice",
+                                      default=True)
+    if not heard:
         return NOT_HEARD, True, call_id
     msgs = prompts.messages(me.system_prompt, "probe.j2", **ctx, question=question)
     answer = await mind.ask(me, msgs, ProbeAnswer, default=ProbeAnswer(answer="(no usable answer)"),
