@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SMALL, step_run
+from fork_support import run_fork, run_parent
 from typer.testing import CliRunner
 
 from simulation import Simulation
@@ -29,18 +30,11 @@ NEWS = "The bakery on Elm Street will close for good on Friday."
 
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory, flagship, embedder) -> Path:
-    sim = Simulation.from_scenario(flagship, backend=ScriptedBackend(), out=tmp_path_factory.mktemp("parent"),
-                                   ticks=TICKS, seed=3)
-    with sim:
-        sim.run()
-    return sim.run_dir
+    return run_parent(flagship, tmp_path_factory.mktemp("parent"), TICKS)
 
 
 def _fork(parent: Path, out: Path, at: int = AT, **kw) -> Simulation:
-    sim = Simulation.fork(parent, at=at, out=out, backend=ScriptedBackend(), **kw)
-    with sim:
-        sim.run()
-    return sim
+    return run_fork(parent, out, at, **kw)
 
 
 def test_a_fork_is_its_parent_before_the_fork_tick_and_gets_its_whisper_there(parent, tmp_path):

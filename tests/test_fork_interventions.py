@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SMALL, agora, step_run
+from fork_support import run_fork, run_parent
 
 from simulation import Simulation
 from simulation.errors import InputError
@@ -37,18 +38,11 @@ RUMOUR = "Isabella's party is at Hobbs Cafe on February 14 at 5pm."
 
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory, flagship, embedder) -> Path:
-    sim = Simulation.from_scenario(flagship, backend=ScriptedBackend(), out=tmp_path_factory.mktemp("parent"),
-                                   ticks=TICKS, seed=3)
-    with sim:
-        sim.run()
-    return sim.run_dir
+    return run_parent(flagship, tmp_path_factory.mktemp("parent"), TICKS)
 
 
 def _fork(parent: Path, out: Path, at: int = AT, **kw) -> Simulation:
-    sim = Simulation.fork(parent, at=at, out=out, backend=ScriptedBackend(), **kw)
-    with sim:
-        sim.run()
-    return sim
+    return run_fork(parent, out, at, **kw)
 
 
 def _rows(run_dir: Path, sql: str, args: tuple = ()) -> list[tuple]:
