@@ -30,6 +30,7 @@ from simulation.evaluation.ipip import FACTORS
 from simulation.evaluation.session import Metric, Session
 from simulation.evaluation.stats import bootstrap, cohens_kappa, kappa_undefined, majority_share, pearson, split_effect
 from simulation.evaluation.targets import Target
+from simulation.llm.scoring import expected
 
 SUITE = "bigfive"
 
@@ -193,10 +194,6 @@ async def _free(session: Session, item: ipip.Item) -> Baseline:
     return rating.probabilities if rating.ok and not rating.sampled else None
 
 
-def expected(probabilities: list[float]) -> float:
-    return sum(v * p for v, p in zip(VALUES, probabilities, strict=True))
-
-
 async def _one(session: Session, t: Target, ctx: dict, item: ipip.Item,
                free: asyncio.Future[Baseline] | None) -> tuple[int, float | None, float | None, int | None]:
     """(item id, the rating scored, the uncalibrated rating, the call id)."""
@@ -209,7 +206,7 @@ async def _one(session: Session, t: Target, ctx: dict, item: ipip.Item,
     baseline = await free if free is not None else None
     if baseline is None or rating.sampled:
         return item.id, raw, raw, rating.call_id
-    return item.id, round(expected(calibrated(rating.probabilities, baseline)), 4), raw, rating.call_id
+    return item.id, round(expected(VALUES, calibrated(rating.probabilities, baseline)), 4), raw, rating.call_id
 
 
 async def evaluate(session: Session, t: Target, free: dict[int, asyncio.Future[Baseline]]) -> FactorResult:
