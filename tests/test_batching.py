@@ -354,3 +354,33 @@ def test_a_task_left_behind_by_ctrl_c_prints_no_traceback(caplog):
             assert [r.getMessage() for r in caplog.records] == ["Task exception was never retrieved"]
     finally:
         loop.close()
+
+
+def test_ctrl_c_inside_nested_gathers_unwinds_every_task_quietly(caplog):
+    """A signal lands in one agent's sub-coroutine (an importance rating under `rate_unrated`'s
+    gather): the stop reaches the caller once, and closing the loop unwinds every task: none is
+    destroyed pending and no cancelled gather prints a traceback (CI saw both after SIGTERM)."""
+    import gc
+    import logging
+
+    from simulation.llm.batching import BatchLoop
+
+    async def rating(i: int) -> None:
+        await asyncio.sleep(0)
+        if i == 1:
+            raise KeyboardInterrupt  # what entry._stop raises on SIGTERM
+        await asyncio.sleep(10)
+
+    async def person() -> None:
+        await asyncio.gather(*(rating(i) for i in range(3)))
+
+    loop = BatchLoop()
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_phase("importance", [(f"p{i}", person()) for i in range(3)])
+        left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        loop.close()
+        assert left and all(t.done() for t in left)
+        del left
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records] == []

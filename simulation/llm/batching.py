@@ -44,6 +44,9 @@ T = TypeVar("T")
 
 STALL_S = 30.0
 """Default seconds a phase may sit idle with nothing pending or in flight before it is stuck."""
+_UNWIND_ROUNDS = 8
+"""How many times ``BatchLoop.close`` cancels what is left before it gives up (each round unwinds
+at least one level of gathers; agents nest two or three)."""
 
 
 class PhaseStuck(RunError):
@@ -166,10 +169,15 @@ class BatchLoop(asyncio.SelectorEventLoop):
         """Cancel what a stopped phase left waiting (Ctrl-C, an error, a deadline: a batch may still
         be computing in a worker thread), let it unwind, then close: no task is destroyed pending."""
         if not self.is_closed() and not self.is_running():
-            left = [t for t in asyncio.all_tasks(self) if not t.done()]
-            for task in left:
-                task.cancel()
-            if left:
+            # Rounds, not one pass: a KeyboardInterrupt that stopped an agent's coroutine is
+            # re-raised where a gather hands it to the coroutine awaiting it, which stops this
+            # unwinding too, leaving tasks pending (asyncio: "Task was destroyed but it is pending").
+            for _ in range(_UNWIND_ROUNDS):
+                left = [t for t in asyncio.all_tasks(self) if not t.done()]
+                if not left:
+                    break
+                for task in left:
+                    task.cancel()
                 with contextlib.suppress(BaseException):
                     self.run_until_complete(asyncio.gather(*left, return_exceptions=True))
         super().close()
@@ -191,8 +199,9 @@ class BatchLoop(asyncio.SelectorEventLoop):
 def _quiet_on_interrupt(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """asyncio's report of a task whose exception nobody read, except for Ctrl-C: a KeyboardInterrupt
     that lands inside an agent's coroutine stops the run (and is reported once, as a stop), and the
-    task it left behind must not print a traceback when it is collected."""
-    if isinstance(context.get("exception"), (KeyboardInterrupt, SystemExit)):
+    task it left behind must not print a traceback when it is collected; nor must the gathers that
+    the stop cancelled (an unread CancelledError is the stop's echo, never a cause)."""
+    if isinstance(context.get("exception"), (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
         return
     loop.default_exception_handler(context)
 
