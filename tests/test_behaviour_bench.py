@@ -232,6 +232,13 @@ def test_compare_pairs_the_seeds_and_says_which_way_each_metric_moved(tmp_path, 
     other = _fake_report(tmp_path / "other", {"talk.turns_median": [2, 2, 2, 3, 2]}, seeds=(1, 2, 3, 4, 6))
     res = agora("bench", "compare", str(before), str(other))
     assert res.exit_code == 2 and "same seeds" in res.output and "Traceback" not in res.output
+    # --seeds pairs them on the seeds both ran, and shows only those
+    out = tmp_path / "common.md"
+    res = agora("bench", "compare", str(before), str(other), "--seeds", "1,3", "--out", str(out))
+    assert res.exit_code == 0, res.output
+    assert "| 1, 3 |" in out.read_text() and "| 1, 2, 3" not in out.read_text()
+    res = agora("bench", "compare", str(before), str(other), "--seeds", "1,5")
+    assert res.exit_code == 2 and "did not run seed 5" in res.output and "other" in res.output
 
 
 def test_rescore_judges_an_earlier_benchmark_by_todays_rules_and_says_so(report, tmp_path):

@@ -17,7 +17,7 @@ are not a comparison this command makes.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simulation.benchmark.behaviour import Estimate, estimate, metric_order
@@ -44,6 +44,15 @@ class Report:
         """``name``'s values in the order of ``seeds``."""
         values = dict(zip(self.seeds, self.values.get(name, [None] * len(self.seeds)), strict=True))
         return [values.get(s) for s in seeds]
+
+    def only(self, seeds: list[int]) -> "Report":
+        """This report cut to ``seeds`` (every one of which it must have run): pairs a longer
+        benchmark with an older, shorter one on the seeds they share."""
+        missing = [s for s in seeds if s not in self.seeds]
+        if missing:
+            raise InputError(Problem(str(self.path), f"did not run seed {', '.join(map(str, missing))} "
+                                     f"(it ran {', '.join(map(str, self.seeds))})"))
+        return replace(self, seeds=list(seeds), values={n: self.by_seed(n, seeds) for n in self.values})
 
 
 @dataclass(frozen=True)

@@ -186,6 +186,9 @@ def bench_compare(
                                                   help="report directories of agora bench behaviour (the first is the reference)")],
     label: Annotated[Optional[list[str]], typer.Option(help="a name per report, in order (default: the folder names)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="also write the comparison as markdown to this file")] = None,
+    seeds: Annotated[Optional[str], typer.Option(
+        help="compare only these comma-separated seeds, which every report must have run (default: all; "
+             "the reports must then have run the same seeds)")] = None,
 ) -> None:
     """Behaviour benchmarks of the same seeds side by side: each metric's mean and 95 % interval, and the
     per-seed (paired) difference of each from the first, with its interval."""
@@ -196,6 +199,9 @@ def bench_compare(
     if label and len(label) != len(reports):
         raise InputError(Problem("--label", f"give one label per report: {len(reports)} reports, {len(label)} labels"))
     loaded = [load_report(p, label[i] if label else None) for i, p in enumerate(reports)]
+    if seeds is not None:
+        chosen = _seeds(seeds)
+        loaded = [r.only(chosen) for r in loaded]
     rows = compare(loaded)
     table = Table(title="Behaviour, mean [95 % interval] over seeds; Δ paired by seed", title_justify="left")
     table.add_column("metric")
