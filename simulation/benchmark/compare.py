@@ -91,7 +91,8 @@ def compare(reports: list[Report]) -> list[Comparison]:
         if sorted(r.seeds) != seeds:
             raise InputError(Problem(str(r.path), f"ran seeds {', '.join(map(str, sorted(r.seeds)))}, the reference "
                                      f"{reports[0].label} ran {', '.join(map(str, seeds))}: a paired comparison needs "
-                                     "the same seeds (run the benchmark again with --seeds)"))
+                                     "the same seeds (run the benchmark again with --seeds, or compare only the seeds both ran "
+                                     "with agora bench compare --seeds)"))
     names = sorted({n for r in reports for n in r.values}, key=metric_order)
     out = []
     for name in names:
