@@ -128,7 +128,9 @@ async def seek(me: AgentState, mind: Mind) -> bool:
         return False
     me.seeking = Seeking(person=other.id, until=now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1),
                          call_id=call_id)
-    me.steps = [Action(f"looking for {other.first_name}", target.place, left, call_id=call_id)]
+    # the trip weighs what it is for: the news they carry (no question about their own errand)
+    me.steps = [Action(f"looking for {other.first_name}", target.place, left,
+                       importance=target.news.rated_importance, call_id=call_id)]
     me.steps_key = (now.date(), now.hour)
     mind.record(me, EventKind.SEEK, f"{me.persona.name} goes to {there} to find "
                 f"{other.persona.name}", {"other": other.id, "place": target.place, "memory_id": target.news.id,
