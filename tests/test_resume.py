@@ -105,6 +105,38 @@ def test_died_before_the_first_tick_starts_afresh(make_run, reference):
     assert_same_run(reference, run_dir)
 
 
+def test_killed_while_its_model_was_built_gets_its_people_places_and_paths_on_resume(make_run, reference,
+                                                                                    monkeypatch, tmp_path):
+    """A process killed after the run's row was written but before its fixed rows (while the
+    model loads) left a run without its people: resumed, it ran every tick, and its per-person
+    figures read as if nobody lived there (calls per person-hour None, nobody aware)."""
+    from simulation.run import runner
+
+    locks = []
+    take = runner.RunLock.take.__func__
+    monkeypatch.setattr(runner.RunLock, "take", classmethod(lambda cls, d: locks.append(take(cls, d)) or locks[-1]))
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(runner, "record_static", killed)
+        with pytest.raises(KeyboardInterrupt):
+            make_run(ScriptedBackend(), ticks=TICKS)
+    for lock in locks:
+        lock.release()  # what the OS does for a killed process
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if (p / "run.db").exists()]
+    con = sqlite3.connect(run_dir / "run.db")
+    assert con.execute("select count(*) from agents").fetchone()[0] == 0
+    assert con.execute("select status from runs").fetchone()[0] == "running"
+    con.close()
+    resumed = Simulation.resume(run_dir, backend=ScriptedBackend())
+    step_run(resumed)
+    resumed.model.ask_probes()
+    resumed.close("finished")
+    assert_same_run(reference, run_dir)
+
+
 def test_resumed_twice(make_run, reference):
     run = make_run(FailingBackend(9), ticks=TICKS)
     with pytest.raises(RunError):

@@ -78,6 +78,16 @@ def create_run(
     }, loaded.model_dump_json())  # what resume needs: the scenario as run, with the LLM settings chosen
     lock = RunLock.take(run_dir)
     model = TownModel(settings, backends, store, on_llm=on_llm, phases=phases)
+    record_static(store, settings, backends, model)
+    return Run(run_id, run_dir, store, model, settings.ticks, lock=lock)
+
+
+def record_static(store: RunStore, settings: RunSettings, backends: RunBackends, model: TownModel) -> None:
+    """The rows that do not change while a run goes on (its people as they start, model groups,
+    places and paths), in one transaction. Written after the model is built (the places' layout
+    is the model's), so a process killed while building it leaves a run without them, which
+    ``resume_run`` completes."""
+    loaded, sc = settings.loaded, settings.loaded.scenario
     static = store.buffer()
     for rp in loaded.people:  # who arrives later gets their row then (TownModel)
         static.add("agents", person_row(rp, 0))
@@ -92,7 +102,6 @@ def create_run(
     for path in sc.town.paths:
         static.add("paths", {"a": path.between[0], "b": path.between[1], "minutes": path.minutes})
     store.commit(static)
-    return Run(run_id, run_dir, store, model, settings.ticks, lock=lock)
 
 
 def finish(run: Run, status: str, message: str | None = None) -> None:
@@ -182,10 +191,24 @@ def resume_run(
         backends.close()
         raise
     # A run that died before its first tick has no state: it starts afresh (the start events and
-    # seed memories are written with tick 0).
+    # seed memories are written with tick 0), and one that died before its fixed rows were written
+    # (while its model was being built) gets them now: without its people, every per-person
+    # figure of the run would read as if nobody had lived there.
+    if not done and not _has_static(store):
+        try:
+            record_static(store, settings, backends, model)
+        except BaseException:
+            lock.release()
+            backends.close()
+            raise
     run = Run(store.run_id, Path(run_dir), store, model, more, lock=lock,
               probes_due=not (probes_asked and more == 0), first_tick=model.tick)
     return run, backends
+
+
+def _has_static(store: RunStore) -> bool:
+    """Whether the run's fixed rows were written (they are written in one transaction)."""
+    return store.db.execute("select count(*) from agents where run_id = ?", [store.run_id]).fetchone()[0] > 0
 
 
 def _resume_rows(store: RunStore, run_dir: Path, ticks: int | None) -> tuple[dict, dict, bool]:
