@@ -236,6 +236,28 @@ def test_probes_are_answered_and_recorded(make_run, scripted):
     assert all(p["ok"] == 1 and p["llm_call_id"] for p in probes)
 
 
+def test_with_recognition_on_a_person_whose_memories_are_unlike_a_news_question_has_not_heard(
+        make_run, scripted, flagship):
+    from conftest import with_settings
+    from simulation.cognition.probe import NOT_HEARD
+
+    threshold = 0.46
+    run = run_ticks(make_run(scripted, ticks=2, loaded=with_settings(flagship, cognition={"recognition": threshold})))
+    run.model.ask_probes()
+    probes = rows(run, "select * from probes")
+    assert len(probes) == 8 * len(run.model.scenario.probes)
+    assert all(p["ok"] == 1 for p in probes)
+    for p in probes:
+        familiar = run.model.memory.familiarity(p["agent_id"], p["question"])
+        if p["fact_id"] is not None and familiar < threshold:
+            assert (p["answer"], p["llm_call_id"]) == (NOT_HEARD, None), "not recognised: not heard, nothing asked"
+        else:
+            assert p["llm_call_id"], "recognised, or not a question about news: the model answers"
+    party = {p["agent_id"]: p for p in probes if p["fact_id"] == "party"}
+    assert party["isabella_rodriguez"]["llm_call_id"], "the host recognises a question about her own party"
+    assert any(p["answer"] == NOT_HEARD for p in party.values()), "at 07:20 most of the town has not heard"
+
+
 @pytest.mark.parametrize("agent_id", ["isabella_rodriguez", "theo_lindqvist"])
 def test_prompts_keep_persona_in_the_system_message(morning, agent_id):
     run, _ = morning

@@ -60,6 +60,21 @@ def test_ties_go_to_the_lower_id():
     assert s.order[0].tolist() == [1, 3, 2, 0]
 
 
+def test_each_query_of_a_batch_can_weigh_its_candidates_its_own_way():
+    rng = np.random.default_rng(3)
+    relevance, importance, hours = rng.random((2, 5)), rng.random((2, 5)) * 9, rng.random((2, 5)) * 30
+    ids, valid = np.arange(10).reshape(2, 5), np.ones((2, 5), bool)
+    mine = [Weights(1, 1, 1), Weights(0.5, 2, 3)]
+    both = score(relevance, importance, hours, ids, valid, mine, k=5)
+    for row, weights in enumerate(mine):
+        alone = score(relevance[row:row + 1], importance[row:row + 1], hours[row:row + 1], ids[row:row + 1],
+                      valid[row:row + 1], weights, k=5)
+        assert both.score[row] == pytest.approx(alone.score[0])
+        assert both.order[row].tolist() == alone.order[0].tolist()
+    with pytest.raises(ValueError, match="1 weights for 2 queries"):
+        score(relevance, importance, hours, ids, valid, mine[:1])
+
+
 def _memory(embedder, **settings) -> TownMemory:
     return TownMemory(MemorySettings(**settings), epoch=START, embedder=embedder)
 
@@ -236,3 +251,44 @@ def test_the_gpu_path_ranks_as_the_subset_search_does(monkeypatch):
     monkeypatch.setenv("AGORA_INDEX_DEVICE", "moon")
     with pytest.raises(RunError, match="expected one of"):
         index_device()
+
+
+def test_a_probe_ranks_relevance_first_so_news_heard_hours_ago_and_rated_low_comes_back(embedder):
+    """Issue 33, step 8: the 1.5B rated the chat that carried the party 2 of 10, five hours went
+    by, and the paper's weights (1, 1, 1) left it out of the probe's memories; the reference
+    code's (``memory.probe_weights``: 0.5, 2, 3) bring it back."""
+    question = "Do you know of a Valentine's Day party? Where and when?"
+
+    def stream() -> tuple[TownMemory, object]:  # Margaret's of seed 3, in short
+        mem = _memory(embedder, top_k=4)
+        heard = mem.add("ann", "utterance", 'Dan said to Ann: "The Valentine\'s Day party is at Hobbs Cafe on '
+                        'Tuesday at five"', importance=2)
+        for hour, (text, importance) in enumerate([
+                ("Ann is looking for Bea at the library", 5.5), ("Bea is shelving books at the library", 2),
+                ("A farmers' market fills the park with stalls", 5.5), ("Plan for Monday: a walk, the library, "
+                "lunch at home, tea at the cafe", 6.8), ("Ann is looking for Cy at the studio", 5.5),
+                ("Ann collects her pills at the pharmacy", 2)], start=1):
+            mem.set_time(hour, START + timedelta(hours=hour))
+            mem.add("ann", "observation", text, importance=importance)
+        mem.set_time(7, START + timedelta(hours=7))
+        return mem, heard
+    mem, heard = stream()
+    assert heard not in mem.search("ann", question, purpose="converse")
+    mem, heard = stream()
+    assert heard in mem.search("ann", question, purpose="probe")
+
+
+def test_familiarity_is_how_like_the_question_the_closest_memory_is(embedder):
+    mem = _memory(embedder)
+    assert mem.familiarity("ann", "Do you know of a party?") == -1.0, "nobody remembers anything yet"
+    heard = ('Dan Oak said to Ann Lee: "Isabella said: I want to throw a Valentine\'s Day party at Hobbs Cafe on '
+             'February 14, from 5pm to 7pm, and invite as many people as possible."')  # seed 3 of step 7
+    mem.add("ann", "utterance", heard)
+    mem.add("ann", "observation", "Ann waters the roses")
+    mem.add("bob", "observation", "Bob reads a book of love poems for the library's February display")
+    mem.add("bob", "observation", "Bob waters the roses")
+    question = "Do you know of a Valentine's Day party? Where and when?"
+    ann, bob = mem.familiarity("ann", question), mem.familiarity("bob", question)
+    vectors = embedder.embed([question, heard])
+    assert ann == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-3), "the cosine of the closest memory"
+    assert ann > 0.46 > bob, "one who heard of it recognises the question; one with only poems does not"

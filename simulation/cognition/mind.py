@@ -65,6 +65,9 @@ class MindSettings:
     """Whether a person with untold news may choose to go and find someone to tell (``cognition.seek``)."""
     planning: bool = True
     """False: nobody is asked for a day's plan; everyone keeps their usual day (``cognition.planning``)."""
+    recognition: float | None = None
+    """How like a probe question a person's best memory must be for them to recognise it
+    (``cognition.recognition``); None: the model is asked whether they have heard of it."""
 
 
 NOTES = ("deciding", "talking", "conversations")
@@ -195,6 +198,10 @@ class Mind(Protocol):
     async def retrieve(self, person_id: str, query: str, purpose: str,
                        exclude: Iterable[int] = ()) -> list[MemoryNode]: ...
     async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]: ...
+    def familiarity(self, person_id: str, query: str) -> float:
+        """How like ``query`` the person's closest memory is (cosine similarity; -1 with no memories):
+        the sense of having heard of something before recalling it."""
+        ...
 
     # what happens around
     def place_events(self, place: str) -> list[Any]: ...

@@ -130,11 +130,12 @@ class MemoryIndex:
         now_hours: float,
         *,
         k: int,
-        weights: Weights = DEFAULT_WEIGHTS,
+        weights: Weights | Sequence[Weights] = DEFAULT_WEIGHTS,
         decay: float = 0.995,
         exclude: Sequence[frozenset[int]] | None = None,
     ) -> list[Ranking]:
-        """The top ``k`` of each agent's memories for each query (row i of ``queries`` is ``agents[i]``'s)."""
+        """The top ``k`` of each agent's memories for each query (row i of ``queries`` is ``agents[i]``'s);
+        ``weights``: one for all queries or one per query."""
         n = len(agents)
         cands = []
         for i, agent in enumerate(agents):
@@ -156,6 +157,14 @@ class MemoryIndex:
         s = score(dist.astype(np.float64), self.importance[safe], now_hours - self.accessed[safe],
                   self.ids[safe], valid, weights, decay, k=k)
         return [self._ranking(s, labels, i, k) for i in range(n)]
+
+    def closest(self, query: np.ndarray, agent: str) -> float:
+        """The highest inner product of ``query`` with any of ``agent``'s vectors (-1 when they have none)."""
+        rows = self.rows_of(agent)
+        if not len(rows):
+            return -1.0
+        q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
+        return float(self._distances(q, rows.reshape(1, -1)).max())
 
     def _distances(self, q: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Inner products of query i with the vectors in row i of ``labels`` (-1: padding)."""

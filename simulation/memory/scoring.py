@@ -16,7 +16,9 @@ depend on the order memories happen to sit in the index.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +33,17 @@ class Weights:
 
 
 DEFAULT_WEIGHTS = Weights()
+
+
+def _columns(weights: Weights | Sequence[Weights], n: int) -> tuple[Any, Any, Any]:
+    """(recency, importance, relevance) weights: floats for one ``Weights``, else one row each
+    (columns of ``n`` values, so each query of a batch can weigh its candidates its own way)."""
+    if isinstance(weights, Weights):
+        return weights.recency, weights.importance, weights.relevance
+    if len(weights) != n:
+        raise ValueError(f"{len(weights)} weights for {n} queries")
+    return tuple(np.array([getattr(w, name) for w in weights], np.float64)[:, None]
+                 for name in ("recency", "importance", "relevance"))
 
 
 def minmax(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -92,16 +105,18 @@ def score(
     hours_since_access: np.ndarray,
     ids: np.ndarray,
     valid: np.ndarray,
-    weights: Weights = DEFAULT_WEIGHTS,
+    weights: Weights | Sequence[Weights] = DEFAULT_WEIGHTS,
     decay: float = 0.995,
     k: int | None = None,
 ) -> Scores:
-    """Score every candidate of every query and pick each query's top ``k`` (all when None)."""
+    """Score every candidate of every query and pick each query's top ``k`` (all when None);
+    ``weights`` is one for every query or one per query."""
     hours = np.maximum(np.where(valid, hours_since_access, 0.0), 0.0)
     recency = minmax(np.power(decay, hours), valid)
     imp = minmax(np.where(valid, importance, 0.0), valid)
     rel = minmax(np.where(valid, relevance, 0.0), valid)
-    total = weights.recency * recency + weights.importance * imp + weights.relevance * rel
+    w_recency, w_importance, w_relevance = _columns(weights, relevance.shape[0])
+    total = w_recency * recency + w_importance * imp + w_relevance * rel
     total = np.where(valid, total, -np.inf)
     order = top_k(total, ids, valid, total.shape[1] if k is None else k)
     return Scores(order, total, recency, imp, rel, valid)

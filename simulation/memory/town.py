@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simulation.core.provenance import Provenance
-from simulation.core.vocabulary import Source
+from simulation.core.vocabulary import Purpose, Source
 from simulation.llm.batching import Batcher
 from simulation.memory.embeddings import Embedder, get_embedder
 from simulation.memory.index import MemoryIndex, Ranking
@@ -133,6 +133,9 @@ class TownMemory:
             self.now = self.epoch
         w = self.settings.retrieval_weights
         self.weights = Weights(w.recency, w.importance, w.relevance)
+        w = self.settings.probe_weights
+        self.probe_weights = Weights(w.recency, w.importance, w.relevance)
+        """What a probe question's memories are ranked by (``memory.probe_weights``)."""
         self._row_nodes: list[MemoryNode] = []
         self._unembedded: list[MemoryNode] = []
         self._dirty: dict[int, MemoryNode] = {}
@@ -273,7 +276,8 @@ class TownMemory:
         else:
             rankings = self.index.search(
                 vectors, [r.agent_id for r, _ in flat], self.hours(self.now), k=max(r.k for r, _ in flat),
-                weights=self.weights, decay=self.settings.recency_decay, exclude=[r.exclude for r, _ in flat],
+                weights=[self.weights_for(r.purpose) for r, _ in flat], decay=self.settings.recency_decay,
+                exclude=[r.exclude for r, _ in flat],
             )
         out: list[list[list[MemoryNode]]] = [[] for _ in requests]
         position = {id(r): i for i, r in enumerate(requests)}
@@ -287,6 +291,16 @@ class TownMemory:
         self.stats.batches += 1
         self.stats.seconds += time.perf_counter() - started
         return out
+
+    def weights_for(self, purpose: str) -> Weights:
+        """A probe's question is ranked by ``memory.probe_weights``; every other by ``retrieval_weights``."""
+        return self.probe_weights if purpose == Purpose.PROBE else self.weights
+
+    def familiarity(self, agent_id: str, query: str) -> float:
+        """The cosine similarity of ``query`` to the agent's closest memory (-1 with none): how
+        familiar a question sounds before anything is recalled (``cognition/probe.py``)."""
+        vector = self.embed_pending([query])[0]
+        return -1.0 if self.index is None else self.index.closest(vector, agent_id)
 
     def _newest(self, requests: Sequence[_Request], started: float) -> list[list[list[MemoryNode]]]:
         """``memory.retrieval: recent`` (the "no retrieval" ablation): each query gets its person's k

@@ -20,10 +20,21 @@ class RetrievalWeights(StrictModel):
     relevance: float = Field(1.0, ge=0, le=100)
 
 
+PROBE_WEIGHTS = {"recency": 0.5, "importance": 2.0, "relevance": 3.0}
+"""The Generative Agents reference code's own weights (retrieve.py, ``gw = [0.5, 3, 2]``), relevance
+first: what a person is asked about brings back what they heard of it, even from the morning."""
+
+
 class MemorySettings(StrictModel):
     """Memory retrieval and reflection, as in Generative Agents (Park et al., 2023)."""
 
     retrieval_weights: RetrievalWeights = Field(default_factory=RetrievalWeights)
+    probe_weights: RetrievalWeights = Field(
+        default_factory=lambda: RetrievalWeights(**PROBE_WEIGHTS),
+        description="retrieval weights when a person is asked a probe question ('Do you know of ...?'): by default "
+        "the Generative Agents reference code's (recency 0.5, importance 2, relevance 3), so a thing heard hours "
+        "ago and rated low still comes back when asked about; the paper's 1, 1, 1 missed it for 6 of 31 people "
+        "who knew (issue 33, step 8)")
     recency_decay: float = Field(0.995, gt=0, le=1, description="recency = decay ** game hours since last access")
     top_k: int = Field(8, ge=1, le=100, description="memories retrieved per query")
     reflection_threshold: float = Field(
@@ -68,6 +79,12 @@ class CognitionSettings(StrictModel):
         True, description="a person holding news someone they know has not heard from them may choose, when an "
         "hour begins, to go where that person usually is and tell them (cognition/seek.py); false: people meet "
         "only where their day takes them")
+    recognition: float | None = Field(
+        None, ge=-1, le=1, description="opt-in: how like a probe question about news the closest of a person's "
+        "memories must be (cosine similarity of their embeddings) for them to recognise it; below it they say they "
+        "have not heard of it, above it the model answers from their memories (cognition/probe.py). It depends on "
+        "the question's wording: 0.46 was chosen on the two bundled scenarios' questions. null (default): the model "
+        "is asked yes or no whether they have heard of it")
     planning: bool = Field(
         True, description="false: nobody is asked for a day's plan; everyone keeps their usual day from their "
         "routine, with the happenings they accepted an invitation to in it, as the background crowd does (the "

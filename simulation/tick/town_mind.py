@@ -210,6 +210,9 @@ class TownMind:
     async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]:
         return await self._memory.retrieve_many(person_id, queries, purpose)
 
+    def familiarity(self, person_id: str, query: str) -> float:
+        return self._memory.familiarity(person_id, query)
+
     # what happens around
     def place_events(self, place: str) -> list[PlaceEvent]:
         return [e for e in self._place_events() if e.place == place]
