@@ -14,6 +14,7 @@ from simulation.llm import batching
 from simulation.memory import TownMemory
 from simulation.memory.scoring import Weights, minmax, score
 from simulation.scenario import MemorySettings, RetrievalWeights
+from simulation.scenario.settings import REFERENCE_CODE_WEIGHTS
 
 START = datetime(2023, 2, 13, 7, 0)
 
@@ -256,11 +257,11 @@ def test_the_gpu_path_ranks_as_the_subset_search_does(monkeypatch):
 def test_a_probe_ranks_relevance_first_so_news_heard_hours_ago_and_rated_low_comes_back(embedder):
     """Issue 33, step 8: the 1.5B rated the chat that carried the party 2 of 10, five hours went
     by, and the paper's weights (1, 1, 1) left it out of the probe's memories; the reference
-    code's (``memory.probe_weights``: 0.5, 2, 3) bring it back."""
+    code's, set as ``memory.probe_weights``, bring it back, and only for the probe."""
     question = "Do you know of a Valentine's Day party? Where and when?"
 
     def stream() -> tuple[TownMemory, object]:  # Margaret's of seed 3, in short
-        mem = _memory(embedder, top_k=4)
+        mem = _memory(embedder, top_k=4, probe_weights=RetrievalWeights(**REFERENCE_CODE_WEIGHTS))
         heard = mem.add("ann", "utterance", 'Dan said to Ann: "The Valentine\'s Day party is at Hobbs Cafe on '
                         'Tuesday at five"', importance=2)
         for hour, (text, importance) in enumerate([

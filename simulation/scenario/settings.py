@@ -20,9 +20,9 @@ class RetrievalWeights(StrictModel):
     relevance: float = Field(1.0, ge=0, le=100)
 
 
-PROBE_WEIGHTS = {"recency": 0.5, "importance": 2.0, "relevance": 3.0}
-"""The Generative Agents reference code's own weights (retrieve.py, ``gw = [0.5, 3, 2]``), relevance
-first: what a person is asked about brings back what they heard of it, even from the morning."""
+REFERENCE_CODE_WEIGHTS = {"recency": 0.5, "importance": 2.0, "relevance": 3.0}
+"""The Generative Agents reference code's own weights (its retrieve.py, ``gw = [0.5, 3, 2]``): relevance
+first. The paper says 1, 1, 1; tried for probes in issue 33, step 8 (docs/behaviour.md)."""
 
 
 class MemorySettings(StrictModel):
@@ -30,11 +30,10 @@ class MemorySettings(StrictModel):
 
     retrieval_weights: RetrievalWeights = Field(default_factory=RetrievalWeights)
     probe_weights: RetrievalWeights = Field(
-        default_factory=lambda: RetrievalWeights(**PROBE_WEIGHTS),
-        description="retrieval weights when a person is asked a probe question ('Do you know of ...?'): by default "
-        "the Generative Agents reference code's (recency 0.5, importance 2, relevance 3), so a thing heard hours "
-        "ago and rated low still comes back when asked about; the paper's 1, 1, 1 missed it for 6 of 31 people "
-        "who knew (issue 33, step 8)")
+        default_factory=RetrievalWeights,
+        description="retrieval weights when a person is asked a probe question ('Do you know of ...?'); the default "
+        "is the paper's 1, 1, 1. The reference code's 0.5, 2, 3 (relevance first) brought back the line that told "
+        "6 more of 31 people who knew, but the 1.5B then answered from the wrong line more often (issue 33, step 8)")
     recency_decay: float = Field(0.995, gt=0, le=1, description="recency = decay ** game hours since last access")
     top_k: int = Field(8, ge=1, le=100, description="memories retrieved per query")
     reflection_threshold: float = Field(
