@@ -131,10 +131,8 @@ class TownMemory:
             self.embedder = get_embedder(self.settings.embedding_model)
         if self.now is None:
             self.now = self.epoch
-        w = self.settings.retrieval_weights
-        self.weights = Weights(w.recency, w.importance, w.relevance)
-        w = self.settings.probe_weights
-        self.probe_weights = Weights(w.recency, w.importance, w.relevance)
+        self.weights = Weights(**self.settings.retrieval_weights.model_dump())
+        self.probe_weights = Weights(**self.settings.probe_weights.model_dump())
         """What a probe question's memories are ranked by (``memory.probe_weights``)."""
         self._row_nodes: list[MemoryNode] = []
         self._unembedded: list[MemoryNode] = []

@@ -514,9 +514,9 @@ class TownModel(mesa.Model):
             ids = here if probe.agents == "all" else [a for a in probe.agents if a in here]
             jobs += [(self.people[a].state, probe.question, index) for a in ids]
 
-        news = [self.scenario.probes[i].fact is not None for _, _, i in jobs]  # "have you heard of ...?"
-        answers = self.loop.run_phase("probe", [(me.id, answer_probe(me, self.mind, q, i, recognise=heard_of))
-                                                for (me, q, i), heard_of in zip(jobs, news, strict=True)])
+        answers = self.loop.run_phase("probe", [  # a probe about a fact asks "have you heard of ...?"
+            (me.id, answer_probe(me, self.mind, q, i, recognise=self.scenario.probes[i].fact is not None))
+            for me, q, i in jobs])
         facts = {f.id: f for f in self._as_now.facts}  # as corrected by the end of the run
         for (me, question, index), (answer, ok, call_id) in zip(jobs, answers, strict=True):
             scored: dict[str, object] = {}
