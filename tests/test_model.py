@@ -255,6 +255,15 @@ def test_with_recognition_on_a_person_whose_memories_are_unlike_a_news_question_
             assert p["llm_call_id"], "recognised, or not a question about news: the model answers"
     party = {p["agent_id"]: p for p in probes if p["fact_id"] == "party"}
     assert party["isabella_rodriguez"]["llm_call_id"], "the host recognises a question about her own party"
+    host = party["isabella_rodriguez"]
+    recalled = json.loads(rows(run, "select results from retrievals where agent_id = ? and purpose = 'probe' "
+                               "and query = ?", (host["agent_id"], host["question"]))[-1]["results"])
+    assert recalled and all(r["similarity"] >= threshold for r in recalled), "only what made it familiar comes back"
+    prompt = json.loads(rows(run, "select messages from llm_calls where id = ?", (host["llm_call_id"],))[0]["messages"])
+    texts = {m["id"]: m["text"] for m in rows(run, "select id, text from memories where agent_id = ?",
+                                              (host["agent_id"],))}
+    shown = "\n".join(m["content"] for m in prompt[1:])
+    assert all(texts[r["memory_id"]] in shown for r in recalled), "and the answer is asked from it"
     assert any(p["answer"] == NOT_HEARD for p in party.values()), "at 07:20 most of the town has not heard"
 
 

@@ -293,3 +293,28 @@ def test_familiarity_is_how_like_the_question_the_closest_memory_is(embedder):
     vectors = embedder.embed([question, heard])
     assert ann == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-3), "the cosine of the closest memory"
     assert ann > 0.46 > bob, "one who heard of it recognises the question; one with only poems does not"
+
+
+def test_a_recognised_question_brings_back_only_the_memories_like_it_most_like_first(embedder):
+    mem = _memory(embedder, top_k=2)
+    question = "Do you know of a Valentine's Day party? Where and when?"
+    told = mem.add("ann", "utterance", 'Dan Oak said to Ann Lee: "Isabella is throwing a Valentine\'s Day party at '
+                   'Hobbs Cafe on February 14, from 5pm to 7pm."')
+    again = mem.add("ann", "utterance", 'Ann Lee said to Cy Moss: "I want to throw a Valentine\'s Day party at Hobbs '
+                    'Cafe on February 14, from 5pm to 7pm, and invite as many people as possible."')  # seed 1, step 8
+    plan = mem.add("ann", "plan", "Plan for Monday: 07:00 coffee at the cafe; 09:00 work at the pharmacy")
+    mem.add("ann", "observation", "Ann waters the roses")
+    mem.add("bob", "observation", "Bob waters the roses")
+    vectors = embedder.embed([question, told.text, again.text, plan.text])
+    cos = {n.id: float(vectors[0] @ v) for n, v in zip((told, again, plan), vectors[1:])}
+    assert min(cos[told.id], cos[again.id]) > 0.46 > cos[plan.id], "the premise: two lines carry the news"
+
+    mem.set_time(1, START + timedelta(hours=1))
+    got = mem.recognised("ann", question, 0.46, "probe")
+    assert {n.id for n in got} == {told.id, again.id}, "the lines that carry it, not the plan or the roses"
+    assert got == sorted(got, key=lambda n: -cos[n.id]), "the most like the question first"
+    assert mem.recognised("ann", question, 0.46, "probe", k=1) == got[:1]
+    assert mem.recognised("bob", question, 0.46, "probe") == [], "nothing familiar: nothing comes back"
+    assert mem.recognised("cy", question, 0.46, "probe") == [], "no memories at all"
+    assert all(n.last_accessed == START + timedelta(hours=1) for n in got), "touched as a retrieval is"
+    assert plan.last_accessed == START, "what did not come back is not touched"

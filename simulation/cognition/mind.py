@@ -198,9 +198,9 @@ class Mind(Protocol):
     async def retrieve(self, person_id: str, query: str, purpose: str,
                        exclude: Iterable[int] = ()) -> list[MemoryNode]: ...
     async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]: ...
-    def familiarity(self, person_id: str, query: str) -> float:
-        """How like ``query`` the person's closest memory is (cosine similarity; -1 with no memories):
-        the sense of having heard of something before recalling it."""
+    def recognised(self, person_id: str, query: str, threshold: float, purpose: str) -> list[MemoryNode]:
+        """The person's memories at least ``threshold`` like ``query`` (cosine), the most like first
+        (at most ``memory.top_k``): none when the question is not familiar."""
         ...
 
     # what happens around

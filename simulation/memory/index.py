@@ -160,11 +160,20 @@ class MemoryIndex:
 
     def closest(self, query: np.ndarray, agent: str) -> float:
         """The highest inner product of ``query`` with any of ``agent``'s vectors (-1 when they have none)."""
+        _, similarity = self.nearest(query, agent, 1)
+        return float(similarity[0]) if len(similarity) else -1.0
+
+    def nearest(self, query: np.ndarray, agent: str, k: int, floor: float = -np.inf) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, inner products) of ``agent``'s ``k`` vectors most like ``query`` with at least ``floor``,
+        best first; ties go to the older memory (the lower id), as in ``scoring``."""
         rows = self.rows_of(agent)
-        if not len(rows):
-            return -1.0
+        if not len(rows) or k <= 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
         q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
-        return float(self._distances(q, rows.reshape(1, -1)).max())
+        similarity = self._distances(q, rows.reshape(1, -1))[0]
+        order = np.lexsort((self.ids[rows], -similarity))
+        order = order[similarity[order] >= floor][:k]
+        return rows[order], similarity[order]
 
     def _distances(self, q: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Inner products of query i with the vectors in row i of ``labels`` (-1: padding)."""

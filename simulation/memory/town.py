@@ -300,6 +300,25 @@ class TownMemory:
         vector = self.embed_pending([query])[0]
         return -1.0 if self.index is None else self.index.closest(vector, agent_id)
 
+    def recognised(self, agent_id: str, query: str, threshold: float, purpose: str,
+                   k: int | None = None) -> list[MemoryNode]:
+        """The agent's memories at least ``threshold`` like ``query`` (cosine), the most like first, at
+        most ``k`` (``memory.top_k``): what a question the person recognises brings back, and nothing
+        else (``cognition/probe.py``). Recorded (``retrievals``, each with its similarity) and touched
+        as a retrieval is."""
+        vector = self.embed_pending([query])[0]
+        request = _Request(agent_id, [query], purpose, k or self.settings.top_k, frozenset())
+        nodes: list[MemoryNode] = []
+        results: list[dict[str, float | int]] = []
+        if self.index is not None:
+            rows, similarity = self.index.nearest(vector, agent_id, request.k, floor=threshold)
+            nodes = [self._row_nodes[r] for r in rows.tolist()]
+            results = [{"memory_id": n.id, "similarity": round(float(s), 4)} for n, s in zip(nodes, similarity)]
+        self._record(request, query, nodes, results)
+        self.touch(nodes)
+        self.stats.queries += 1
+        return nodes
+
     def _newest(self, requests: Sequence[_Request], started: float) -> list[list[list[MemoryNode]]]:
         """``memory.retrieval: recent`` (the "no retrieval" ablation): each query gets its person's k
         newest memories, newest first, whatever it asks; nothing is embedded or scored, and a memory

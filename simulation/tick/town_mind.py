@@ -210,8 +210,8 @@ class TownMind:
     async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]:
         return await self._memory.retrieve_many(person_id, queries, purpose)
 
-    def familiarity(self, person_id: str, query: str) -> float:
-        return self._memory.familiarity(person_id, query)
+    def recognised(self, person_id: str, query: str, threshold: float, purpose: str) -> list[MemoryNode]:
+        return self._memory.recognised(person_id, query, threshold, purpose)
 
     # what happens around
     def place_events(self, place: str) -> list[PlaceEvent]:
