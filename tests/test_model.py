@@ -236,19 +236,21 @@ def test_probes_are_answered_and_recorded(make_run, scripted):
     assert all(p["ok"] == 1 and p["llm_call_id"] for p in probes)
 
 
+@pytest.mark.parametrize("setting", [{"recognition": 0.46}, {"recognition_margin": 0.2}])
 def test_with_recognition_on_a_person_whose_memories_are_unlike_a_news_question_has_not_heard(
-        make_run, scripted, flagship):
+        make_run, scripted, flagship, setting):
     from conftest import with_settings
     from simulation.cognition.probe import NOT_HEARD
 
-    threshold = 0.46
-    run = run_ticks(make_run(scripted, ticks=2, loaded=with_settings(flagship, cognition={"recognition": threshold})))
+    run = run_ticks(make_run(scripted, ticks=2, loaded=with_settings(flagship, cognition=setting)))
     run.model.ask_probes()
     probes = rows(run, "select * from probes")
     assert len(probes) == 8 * len(run.model.scenario.probes)
     assert all(p["ok"] == 1 for p in probes)
+    memory = run.model.memory
     for p in probes:
-        familiar = run.model.memory.familiarity(p["agent_id"], p["question"])
+        threshold = setting.get("recognition") or memory.backstory_similarity(p["question"]) + setting["recognition_margin"]
+        familiar = memory.familiarity(p["agent_id"], p["question"])
         if p["fact_id"] is not None and familiar < threshold:
             assert (p["answer"], p["llm_call_id"]) == (NOT_HEARD, None), "not recognised: not heard, nothing asked"
         else:

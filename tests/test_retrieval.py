@@ -318,3 +318,18 @@ def test_a_recognised_question_brings_back_only_the_memories_like_it_most_like_f
     assert mem.recognised("cy", question, 0.46, "probe") == [], "no memories at all"
     assert all(n.last_accessed == START + timedelta(hours=1) for n in got), "touched as a retrieval is"
     assert plan.last_accessed == START, "what did not come back is not touched"
+
+
+def test_the_backstory_similarity_is_how_like_the_question_what_the_town_knew_before_the_day_is(embedder):
+    mem = _memory(embedder)
+    question = "Do you know of a Valentine's Day party? Where and when?"
+    assert mem.backstory_similarity(question) == 0.0, "no seeded memories: nothing to rise above but unrelated text"
+    seeds = [f"Ann{i} waters the roses in the garden" for i in range(9)] + ["Bob has never had a Valentine's date"]
+    for i, text in enumerate(seeds):
+        mem.add("ann" if i % 2 else "bob", "seed", text)
+    mem.add("ann", "utterance", 'Dan Oak said to Ann Lee: "I want to throw a Valentine\'s Day party at Hobbs Cafe."')
+    vectors = embedder.embed([question] + seeds)
+    cos = vectors[1:] @ vectors[0]
+    assert mem.backstory_similarity(question) == pytest.approx(float(np.percentile(cos, 90)), abs=1e-3), \
+        "the 90th percentile over everyone's seeded memories, not the news heard since"
+    assert mem.backstory_similarity(question) < float(cos.max()), "one backstory line about Valentine's does not set it"

@@ -629,3 +629,13 @@ def test_the_small_flagship_keeps_the_eight_and_the_baseline_clock() -> None:
     small = load(ROOT / "scenarios" / "valentines-small.yaml")
     assert len(small.people) == 8 and small.scenario.clock.total_ticks == 216
     assert not any(rp.habits_left_out for rp in small.people), "the eight's habits are at places of both towns"
+
+
+def test_a_fixed_recognition_threshold_and_a_margin_are_not_both_set(tmp_path: Path) -> None:
+    text = (GOOD / "minimal.yaml").read_text() + "cognition:\n  recognition: 0.46\n  recognition_margin: 0.2\n"
+    path = tmp_path / "both.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match="choose one"):
+        load(path)
+    path.write_text((GOOD / "minimal.yaml").read_text() + "cognition:\n  recognition_margin: 0.2\n")
+    assert load(path).scenario.cognition.recognition_margin == 0.2

@@ -16,6 +16,15 @@ the model answers from the memories that made the question familiar, and only th
 like it first, at most ``memory.top_k``), and may still say it does not know. Another question
 ("Who did you talk to today?") is answered from the memories retrieval brings back.
 
+How like is like enough depends on the question's wording: of the same people, 79-86 % of the
+aware reached 0.46 on "Do you know of a Valentine's Day party? Where and when?" and none on "Have
+you heard of any party happening soon?", whose best threshold is 0.33. What stays put is how far
+the news rises above everyday memories: ``cognition.recognition_margin`` asks a memory to be that
+much more like the question than the 90th percentile of the town's seeded memories, the backstory
+everyone had before the day (``Mind.backstory_similarity``); a margin of 0.2 kept 55-93 % of the aware and at
+most 18 % of the unaware over five wordings of each bundled scenario's question, on the runs of
+steps 6 and 7 (docs/behaviour.md, step 9). ``cognition.recognition`` is a fixed threshold instead.
+
 Why only the familiar memories: on step 8's runs the model, shown the eight memories retrieval
 ranked (recency, importance and relevance), answered from the wrong one: a refusal, a plan, a
 neighbouring line; and the default weights often left the line that told the person out of the
@@ -51,13 +60,24 @@ NOT_HEARD = "I have not heard anything about that."
 HEARD = "probe_heard.j2"
 
 
+def recognition_threshold(mind: Mind, question: str) -> float | None:
+    """How like ``question`` a memory must be for the person to recognise it: ``cognition.recognition``
+    as it is, or ``cognition.recognition_margin`` above what the town knew before the day
+    (``Mind.backstory_similarity``); None: recognition is off."""
+    if mind.settings.recognition is not None:
+        return mind.settings.recognition
+    if mind.settings.recognition_margin is not None:
+        return mind.backstory_similarity(question) + mind.settings.recognition_margin
+    return None
+
+
 async def answer_probe(me: AgentState, mind: Mind, question: str, index: int,
                        recognise: bool = True) -> tuple[str, bool, int | None]:
     """(the answer, whether it is usable, the llm_calls id behind it: None when nothing was asked).
     ``recognise``: the question asks whether they have heard of something (a probe about a fact);
     else ("Who did you talk to today?") there is nothing to recognise and, with recognition on,
     the model answers."""
-    threshold = mind.settings.recognition
+    threshold = recognition_threshold(mind, question)
     if threshold is not None and recognise:
         familiar = mind.recognised(me.id, question, threshold, Purpose.PROBE)
         if not familiar:

@@ -175,6 +175,11 @@ class MemoryIndex:
         order = order[similarity[order] >= floor][:k]
         return rows[order], similarity[order]
 
+    def similarity(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Inner products of ``query`` with the vectors at ``rows``."""
+        q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
+        return self._distances(q, np.asarray(rows, np.int64).reshape(1, -1))[0]
+
     def _distances(self, q: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Inner products of query i with the vectors in row i of ``labels`` (-1: padding)."""
         n, m = labels.shape

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simulation.core.provenance import Provenance
-from simulation.core.vocabulary import Purpose, Source
+from simulation.core.vocabulary import MemoryKind, Purpose, Source
 from simulation.llm.batching import Batcher
 from simulation.memory.embeddings import Embedder, get_embedder
 from simulation.memory.index import MemoryIndex, Ranking
@@ -299,6 +299,16 @@ class TownMemory:
         familiar a question sounds before anything is recalled (``cognition/probe.py``)."""
         vector = self.embed_pending([query])[0]
         return -1.0 if self.index is None else self.index.closest(vector, agent_id)
+
+    def backstory_similarity(self, query: str, percentile: float = 90.0) -> float:
+        """The ``percentile`` of ``query``'s cosine similarity to everyone's seeded memories (what the
+        town knew before the day began; 0 with none): how like the question everyday memories are,
+        so that recognition can ask a memory to rise above it (``cognition/probe.py``)."""
+        vector = self.embed_pending([query])[0]
+        rows = np.array([row for row, n in enumerate(self._row_nodes) if n.kind == MemoryKind.SEED], np.int64)
+        if self.index is None or not len(rows):
+            return 0.0
+        return float(np.percentile(self.index.similarity(vector, rows), percentile))
 
     def recognised(self, agent_id: str, query: str, threshold: float, purpose: str,
                    k: int | None = None) -> list[MemoryNode]:

@@ -70,7 +70,7 @@ class RunSettings:
             reflection_threshold=sc.memory.reflection_threshold, context_tokens=self.llm.context_tokens,
             reactions_per_hour=cog.reactions_per_hour, choices=cog.choices, temperature=self.llm.temperature,
             calibrate=cog.calibrate, talk_prior=cog.talk_prior, seek=cog.seek, planning=cog.planning,
-            recognition=cog.recognition,
+            recognition=cog.recognition, recognition_margin=cog.recognition_margin,
         )
 
 

@@ -84,6 +84,11 @@ class CognitionSettings(StrictModel):
         "have not heard of it, above it the model answers from their memories (cognition/probe.py). It depends on "
         "the question's wording: 0.46 was chosen on the two bundled scenarios' questions. null (default): the model "
         "is asked yes or no whether they have heard of it")
+    recognition_margin: float | None = Field(
+        None, ge=0, le=1, description="recognition that follows the question's wording: a memory must be this much "
+        "more like the question (cosine similarity) than what the town knew before the day, the 90th percentile of "
+        "everyone's seeded memories (cognition/probe.py). 0.2 held across paraphrases of both bundled scenarios' "
+        "questions where a fixed threshold did not (docs/behaviour.md, issue 33 step 9). Not with recognition")
     planning: bool = Field(
         True, description="false: nobody is asked for a day's plan; everyone keeps their usual day from their "
         "routine, with the happenings they accepted an invitation to in it, as the background crowd does (the "
@@ -93,6 +98,13 @@ class CognitionSettings(StrictModel):
         description="the cognition phases each tick runs, in order: built-in names (perceive, importance, decide, "
         "converse, recap, reflect) or package.module:Class for a phase of one's own (docs/cognition.md); "
         "default: the six built-in ones in that order")
+
+    @model_validator(mode="after")
+    def _one_recognition(self) -> CognitionSettings:
+        if self.recognition is not None and self.recognition_margin is not None:
+            raise ValueError("recognition (a fixed threshold) and recognition_margin (a margin over what the town "
+                             "knew before the day) both set: choose one")
+        return self
 
     @model_validator(mode="after")
     def _turns_in_order(self) -> CognitionSettings:

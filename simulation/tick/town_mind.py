@@ -210,6 +210,9 @@ class TownMind:
     async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]:
         return await self._memory.retrieve_many(person_id, queries, purpose)
 
+    def backstory_similarity(self, query: str) -> float:
+        return self._memory.backstory_similarity(query)
+
     def recognised(self, person_id: str, query: str, threshold: float, purpose: str) -> list[MemoryNode]:
         return self._memory.recognised(person_id, query, threshold, purpose)
 
