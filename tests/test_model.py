@@ -233,10 +233,23 @@ def test_probes_are_answered_and_recorded(make_run, scripted):
     probes = rows(run, "select * from probes")
     n_questions = len(run.model.scenario.probes)
     assert len(probes) == 8 * n_questions
-    assert all(p["ok"] == 1 and p["llm_call_id"] for p in probes)
+    assert all(p["ok"] == 1 for p in probes)
+    assert all(p["llm_call_id"] for p in probes if p["fact_id"] is None), "a question not about news is asked"
+    assert any(p["llm_call_id"] for p in probes if p["fact_id"] is not None), "the host recognises her party"
 
 
-@pytest.mark.parametrize("setting", [{"recognition": 0.46}, {"recognition_margin": 0.2}])
+def test_with_recognition_off_everyone_is_asked_whether_they_have_heard(make_run, scripted, flagship):
+    from conftest import with_settings
+
+    run = run_ticks(make_run(scripted, ticks=2, loaded=with_settings(flagship, cognition={"recognition_margin": None})))
+    run.model.ask_probes()
+    probes = rows(run, "select * from probes")
+    assert all(p["ok"] == 1 and p["llm_call_id"] for p in probes), "each answer, or its yes-or-no, was the model's"
+    asked = {r["purpose"] for r in rows(run, "select purpose from llm_calls where purpose like 'probe%'")}
+    assert "probe0_choice" in asked, "the yes-or-no question about having heard"
+
+
+@pytest.mark.parametrize("setting", [{"recognition": 0.46}, {"recognition_margin": 0.2}, {}])
 def test_with_recognition_on_a_person_whose_memories_are_unlike_a_news_question_has_not_heard(
         make_run, scripted, flagship, setting):
     from conftest import with_settings
@@ -249,7 +262,8 @@ def test_with_recognition_on_a_person_whose_memories_are_unlike_a_news_question_
     assert all(p["ok"] == 1 for p in probes)
     memory = run.model.memory
     for p in probes:
-        threshold = setting.get("recognition") or memory.backstory_similarity(p["question"]) + setting["recognition_margin"]
+        threshold = setting.get("recognition") or memory.backstory_similarity(p["question"]) + setting.get(
+            "recognition_margin", 0.2)
         familiar = memory.familiarity(p["agent_id"], p["question"])
         if p["fact_id"] is not None and familiar < threshold:
             assert (p["answer"], p["llm_call_id"]) == (NOT_HEARD, None), "not recognised: not heard, nothing asked"

@@ -1,44 +1,39 @@
-"""End-of-run probe questions ("Do you know of a party?"), answered from the person's retrieved memories.
+"""End-of-run probe questions ("Do you know of a party?"), answered from the person's memories.
 
 Asked straight, a model answers every question: 62-82 % of the people who never heard of the
-party named one anyway. So "I have not heard of it" is a real answer, and it comes first. By
-default it is the model's: "has she heard anything about what she is asked? Yes or No"
-(``probe_heard.j2``), a scored yes-or-no choice (``yesno.choose_yes``, calibrated and drawn like
-any other) over the memories the answer would use; only a person who says yes is asked for the
-words.
+party named one anyway. So "I have not heard of it" is a real answer, and it comes first.
 
-Recognition, then recall (opt-in, ``cognition.recognition``; the two processes of recognition
-memory: a sense that something is familiar, then the recollection of what it was). A person
-recognises a question about news (a probe with a ``fact``) when one of their memories is like
-it: the cosine similarity of the question and the memory reaches the threshold
-(``Mind.recognised``). With none they say they have not heard of it, with nothing asked; else
-the model answers from the memories that made the question familiar, and only those (the most
-like it first, at most ``memory.top_k``), and may still say it does not know. Another question
-("Who did you talk to today?") is answered from the memories retrieval brings back.
+Recognition, then recall (the default; the two processes of recognition memory: a sense that
+something is familiar, then the recollection of what it was). A person recognises a question
+about news (a probe with a ``fact``) when one of their memories is like it enough: the cosine
+similarity of the two embeddings reaches the threshold (``Mind.recognised``). With none they say
+they have not heard of it, with nothing asked; else the model answers from the memories that
+made the question familiar, and only those (the most like it first, at most ``memory.top_k``),
+saying what the person remembers (who said what, where and when) or that they do not know.
+Another question ("Who did you talk to today?") is answered from the memories retrieval
+brings back.
 
-How like is like enough depends on the question's wording: of the same people, 79-86 % of the
-aware reached 0.46 on "Do you know of a Valentine's Day party? Where and when?" and none on "Have
-you heard of any party happening soon?", whose best threshold is 0.33. What stays put is how far
-the news rises above everyday memories: ``cognition.recognition_margin`` asks a memory to be that
-much more like the question than the 90th percentile of the town's seeded memories, the backstory
-everyone had before the day (``Mind.backstory_similarity``); a margin of 0.2 kept 55-93 % of the aware and at
-most 18 % of the unaware over five wordings of each bundled scenario's question, on the runs of
-steps 6 and 7 (docs/behaviour.md, step 9). ``cognition.recognition`` is a fixed threshold instead.
+The threshold follows the question: how like a memory must be depends on the wording (of the
+same people on step 7's runs, 79-86 % of the aware reached 0.46 on "Do you know of a
+Valentine's Day party? Where and when?" and none on "Have you heard of any party happening
+soon?", whose best threshold is 0.33). What stays put is how far the news rises above everyday
+memories, so ``cognition.recognition_margin`` (0.2) asks a memory to be that much more like the
+question than the 90th percentile of the town's seeded memories, the backstory everyone had
+before the day (``Mind.backstory_similarity``). ``cognition.recognition`` is a fixed threshold
+instead; ``recognition_margin: null`` turns recognition off: the model is then asked "has she
+heard anything about what she is asked? Yes or No" (``probe_heard.j2``, a scored yes-or-no
+choice, calibrated and drawn, ``yesno.choose_yes``) over the memories retrieved for the
+question, and only a person who says yes is asked for the words.
 
-Why only the familiar memories: on step 8's runs the model, shown the eight memories retrieval
-ranked (recency, importance and relevance), answered from the wrong one: a refusal, a plan, a
-neighbouring line; and the default weights often left the line that told the person out of the
-eight (Daniel, seed 1: the invitation, 0.54 like the question, was not among them; the eight
-were 0.09-0.26).
-
-Why: on the runs of step 7 the model's calibrated "yes, she has heard" told the people who knew
-from those who did not no better than chance on the bundled model (AUC 0.47 on both scenarios)
-and weakly on the 1.5B (0.74), and as every choice it is drawn. The similarity of the question
-to the closest memory told them apart with AUC 0.76 (135M), 0.95 (1.5B) and 0.95 (Kelder Cove).
-It is off by default: the similarity depends on the question's wording (0.46 was chosen on the
-step-6 runs of the two bundled scenarios' questions), and the embedder is the one the instrument
-decides awareness with (``provenance.conveys``), so part of the unaware's honesty it brings is by
-construction (docs/behaviour.md, step 8).
+Why. On the runs of step 7 the model's calibrated "yes, she has heard" told the people who
+knew from those who did not no better than chance on the bundled model (AUC 0.47 on both
+scenarios) and weakly on the 1.5B (0.74), and as every choice it is drawn; the similarity of the
+question to the closest memory told them apart with AUC 0.76 (135M), 0.95 (1.5B) and 0.95
+(Kelder Cove). Shown the eight memories retrieval ranks (recency, importance, relevance), the
+model answered from the wrong one (a refusal, a plan, a neighbouring line), and the paper's
+weights often left the line that told the person out of the eight. The embedder that
+recognises is the one the instrument decides awareness with (``provenance.conveys``), so part
+of the honesty it brings the unaware is by construction (docs/behaviour.md, steps 8 and 9).
 """
 
 from __future__ import annotations

@@ -78,17 +78,18 @@ class CognitionSettings(StrictModel):
         True, description="a person holding news someone they know has not heard from them may choose, when an "
         "hour begins, to go where that person usually is and tell them (cognition/seek.py); false: people meet "
         "only where their day takes them")
-    recognition: float | None = Field(
-        None, ge=-1, le=1, description="opt-in: how like a probe question about news the closest of a person's "
-        "memories must be (cosine similarity of their embeddings) for them to recognise it; below it they say they "
-        "have not heard of it, above it the model answers from their memories (cognition/probe.py). It depends on "
-        "the question's wording: 0.46 was chosen on the two bundled scenarios' questions. null (default): the model "
-        "is asked yes or no whether they have heard of it")
     recognition_margin: float | None = Field(
-        None, ge=0, le=1, description="recognition that follows the question's wording: a memory must be this much "
-        "more like the question (cosine similarity) than what the town knew before the day, the 90th percentile of "
-        "everyone's seeded memories (cognition/probe.py). 0.2 held across paraphrases of both bundled scenarios' "
-        "questions where a fixed threshold did not (docs/behaviour.md, issue 33 step 9). Not with recognition")
+        0.2, ge=0, le=1, description="a person recognises a probe question about news when one of their memories is "
+        "this much more like it (cosine similarity of the embeddings) than what the town knew before the day, the "
+        "90th percentile of everyone's seeded memories; then the model answers from the memories that made it "
+        "familiar, else they say they have not heard of it, with nothing asked (cognition/probe.py). 0.2 held over "
+        "five wordings of each bundled scenario's question (docs/behaviour.md, issue 33 step 9). null: the model is "
+        "asked yes or no whether they have heard of it, over the memories retrieved for the question")
+    recognition: float | None = Field(
+        None, ge=-1, le=1, description="a fixed threshold instead of recognition_margin: how like the question a "
+        "person's closest memory must be. It depends on the question's wording (0.46 was chosen on the two bundled "
+        "scenarios' questions; 'Have you heard of any party happening soon?' needs 0.33). Not with "
+        "recognition_margin set explicitly")
     planning: bool = Field(
         True, description="false: nobody is asked for a day's plan; everyone keeps their usual day from their "
         "routine, with the happenings they accepted an invitation to in it, as the background crowd does (the "
@@ -101,7 +102,8 @@ class CognitionSettings(StrictModel):
 
     @model_validator(mode="after")
     def _one_recognition(self) -> CognitionSettings:
-        if self.recognition is not None and self.recognition_margin is not None:
+        if self.recognition is not None and self.recognition_margin is not None \
+                and "recognition_margin" in self.model_fields_set:
             raise ValueError("recognition (a fixed threshold) and recognition_margin (a margin over what the town "
                              "knew before the day) both set: choose one")
         return self
