@@ -9,7 +9,7 @@ about news (a probe with a ``fact``) when one of their memories is like it enoug
 similarity of the two embeddings reaches the threshold (``Mind.recognised``). With none they say
 they have not heard of it, with nothing asked; else the model answers from the memories that
 made the question familiar, and only those (the most like it first, at most ``memory.top_k``),
-saying what the person remembers (who said what, where and when) or that they do not know.
+saying what the person remembers (who told them, and where and when it is) or that they do not know.
 Another question ("Who did you talk to today?") is answered from the memories retrieval
 brings back.
 
