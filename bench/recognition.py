@@ -13,9 +13,13 @@ and prints per wording: the share of the aware and of the unaware (the instrumen
 ``probes.aware``) that each rule would let answer, and the AUC of the closest memory's
 similarity (aware above unaware). No model is asked: the embedder alone decides, so this runs in
 a minute. What it cannot say is what the model answers once asked (that is the behaviour
-benchmark's). The fixed threshold was chosen on the scenarios' own questions (step 6's runs); the
-margin on these rewordings over step 7's runs, so step 6's runs are its held-out check (the
-same scenarios and questions under an earlier engine, so held out in engine only). Writes nothing.
+benchmark's). Because the instrument's "aware" is decided with the same embedder
+(``provenance.conveys``), it also splits the people by a rule with no embedding in it: whether a
+memory names every detail of the fact (the detail reader), and prints the same shares for that
+split on the scenario's own question. The fixed threshold was chosen on the scenarios' own
+questions (step 6's runs); the margin on these rewordings over step 7's runs, so step 6's runs
+are its held-out check (the same scenarios and questions under an earlier engine, so held out in
+engine only). Writes nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import csv
 import sqlite3
 import sys
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simulation.memory.embeddings import get_embedder  # noqa: E402
+from simulation.provenance.details import KEPT, DetailReader, place_aliases  # noqa: E402
+from simulation.provenance.rescore import _details  # noqa: E402
 
 WORDINGS = Path(__file__).with_name("recognition-wordings.yaml")
 
@@ -49,7 +56,8 @@ def run_dir(report: Path, runs: Path | None, run_id: str) -> Path:
     for base in (report / "runs", *(sorted(runs.glob("*/runs")) if runs else ())):
         if (base / run_id / "run.db").exists():
             return base / run_id
-    raise SystemExit(f"{report}: run {run_id} not found under {report / 'runs'}" + (f" or {runs}/*/runs" if runs else ""))
+    elsewhere = f" or {runs}/*/runs" if runs else ""
+    raise SystemExit(f"{report}: run {run_id} not found under {report / 'runs'}{elsewhere}")
 
 
 def main() -> int:
@@ -63,11 +71,13 @@ def main() -> int:
     embedder = get_embedder()
     print(f"| report | question | aware / unaware | AUC | fixed {args.threshold}: aware, unaware recognised "
           f"| margin {args.margin}: aware, unaware |\n|---|---|---|---:|---|---|")
+    holders: list[str] = []
     for report in args.reports:
         rows = [r for r in csv.DictReader((report / "probes.csv").open()) if r["fact_id"]]
         sims: dict[str, tuple[list[float], list[float]]] = {}
         above: dict[str, tuple[list[float], list[float]]] = {}
         backstory: dict[str, np.ndarray] = {}
+        by_details: tuple[list[float], list[float]] = ([], [])
         for r in rows:
             questions = [r["question"], *wordings.get(r["fact_id"], [])]
             db = sqlite3.connect(run_dir(report, args.runs, r["run_id"]) / "run.db")
@@ -83,6 +93,7 @@ def main() -> int:
                 backstory[r["run_id"]] = np.percentile(seeded, 90, axis=0)
             closest = (vectors[:len(memories)] @ q.T).max(axis=0) if memories else np.full(len(questions), -1.0)
             side = 0 if r["aware"] == "1" else 1
+            by_details[0 if holds_details(db, r, memories) else 1].append(float(closest[0] - backstory[r["run_id"]][0]))
             for j, question in enumerate(questions):
                 sims.setdefault(question, ([], []))[side].append(float(closest[j]))
                 above.setdefault(question, ([], []))[side].append(float(closest[j] - backstory[r["run_id"]][j]))
@@ -92,7 +103,28 @@ def main() -> int:
             margin = (np.mean(np.array(rel[0]) >= args.margin), np.mean(np.array(rel[1]) >= args.margin))
             print(f"| {report.name} | {question} | {len(pos)} / {len(neg)} | {auc(pos, neg):.2f} | "
                   f"{fixed[0]:.2f}, {fixed[1]:.2f} | {margin[0]:.2f}, {margin[1]:.2f} |")
+        held, not_held = by_details
+        shares = [np.mean(np.array(side) >= args.margin) for side in by_details]
+        holders.append(f"| {report.name} | {len(held)} / {len(not_held)} | {auc(held, not_held):.2f} | "
+                       f"{shares[0]:.2f}, {shares[1]:.2f} |")
+    print("\nWithout the embedder: aware = holds a memory that names every detail of the fact (the instrument's "
+          "detail reader, words and times, no embedding), the scenario's own question:\n")
+    print(f"| report | holders / others | AUC | margin {args.margin}: holders, others recognised |\n|---|---|---:|---|")
+    print("\n".join(holders))
     return 0
+
+
+def holds_details(db: sqlite3.Connection, row: dict[str, str], memories: list[str]) -> bool:
+    """Whether one of ``memories`` names every detail of the probe's fact (kept, by the detail
+    reader): awareness decided without the embedder that recognition and ``provenance.conveys`` use."""
+    doc = yaml.safe_load(db.execute("select scenario_yaml from runs").fetchone()[0]) or {}
+    facts = [f for f in doc.get("facts") or [] if f.get("id") == row["fact_id"]]
+    details = _details(facts[0].get("details") or []) if facts else ()
+    places = {pid: (name, kind or "") for pid, name, kind in db.execute("select place_id, name, kind from places")}
+    reader = DetailReader(place_aliases(places))
+    when = date.fromisoformat(db.execute("select sim_time from probes where agent_id = ? and fact_id = ?",
+                                         (row["agent_id"], row["fact_id"])).fetchone()[0][:10])
+    return bool(details) and any(all(v == KEPT for v in reader.read_all(m, details, when).values()) for m in memories)
 
 
 if __name__ == "__main__":

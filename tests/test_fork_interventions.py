@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMALL, agora, step_run
+from conftest import ROOT, SMALL, agora, step_run, with_settings
 from fork_support import run_fork, run_parent
 
 from simulation import Simulation
@@ -38,7 +38,11 @@ RUMOUR = "Isabella's party is at Hobbs Cafe on February 14 at 5pm."
 
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory, flagship, embedder) -> Path:
-    return run_parent(flagship, tmp_path_factory.mktemp("parent"), TICKS)
+    # Every person is asked the probes (recognition off): the scripted double's invitation ("come to
+    # the party at Hobbs Cafe on Tuesday 14 February") is not enough like "Do you know of a
+    # Valentine's Day party?" to be recognised, and these tests read which version an answer names.
+    loaded = with_settings(flagship, cognition={"recognition_margin": None})
+    return run_parent(loaded, tmp_path_factory.mktemp("parent"), TICKS)
 
 
 def _fork(parent: Path, out: Path, at: int = AT, **kw) -> Simulation:

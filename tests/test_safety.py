@@ -258,8 +258,10 @@ def _requests(loaded: LoadedScenario, tmp_path: Path) -> list[Any]:
 
     backend = ScriptedBackend()
     # a window no prompt comes near: reflection fits its prompts to the window (the injected text is
-    # longer), and how many memories fit is not what this test is about
-    loaded = with_settings(loaded, memory={"reflection_threshold": 25}, llm={"context_tokens": 32768})
+    # longer), and how many memories fit is not what this test is about; nor is recognition, which
+    # decides from the memories' own text (the injected text among them) who is asked a probe at all
+    loaded = with_settings(loaded, memory={"reflection_threshold": 25}, llm={"context_tokens": 32768},
+                           cognition={"recognition_margin": None})
     run = step_run(Simulation.from_scenario(loaded, backend=backend, out=tmp_path, ticks=12))
     run.model.ask_probes()
     return [req for batch in backend.batches for req in batch]
