@@ -28,10 +28,13 @@ async def context(me: AgentState, mind: Mind, query: str, purpose: str, exclude:
     thoughts = mind.memories(me.id).recent(2, kinds=(MemoryKind.THOUGHT,))
     skip = {n.id for n in thoughts} | set(exclude)
     retrieved = await mind.retrieve(me.id, query, purpose, exclude=skip) if query else []
-    return situation(me, mind) | {
-        "thoughts": [n.text for n in thoughts],
-        "memories": [memory_line(n) for n in sorted(retrieved, key=lambda n: n.id)],
-    }
+    return showing(me, mind, sorted(retrieved, key=lambda n: n.id), thoughts=[n.text for n in thoughts])
+
+
+def showing(me: AgentState, mind: Mind, nodes: Iterable[Any], thoughts: Iterable[str] = ()) -> dict[str, Any]:
+    """``situation`` with ``nodes`` as what the person remembers, in the order given (for a question
+    that brings its own memories: the newest few, or those a probe made familiar)."""
+    return situation(me, mind) | {"thoughts": list(thoughts), "memories": [memory_line(n) for n in nodes]}
 
 
 def situation(me: AgentState, mind: Mind) -> dict[str, Any]:

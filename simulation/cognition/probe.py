@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
-from simulation.cognition.context import context, memory_line, situation
+from simulation.cognition.context import context, showing
 from simulation.cognition.schemas import ProbeAnswer
 from simulation.cognition.yesno import choose_yes
 from simulation.core import Purpose, probe_purpose
@@ -77,7 +77,7 @@ async def answer_probe(me: AgentState, mind: Mind, question: str, index: int,
         familiar = mind.recognised(me.id, question, threshold, Purpose.PROBE)
         if not familiar:
             return NOT_HEARD, True, None
-        ctx = situation(me, mind) | {"memories": [memory_line(n) for n in sorted(familiar, key=lambda n: n.id)]}
+        ctx = showing(me, mind, sorted(familiar, key=lambda n: n.id))
     else:
         ctx = await context(me, mind, question, Purpose.PROBE)
     if threshold is None:

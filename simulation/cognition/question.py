@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from simulation.cognition import prompts
-from simulation.cognition.context import context, memory_line, situation
+from simulation.cognition.context import context, showing
 from simulation.cognition.phase import Phase
 from simulation.cognition.schemas import ProbeAnswer
 from simulation.core import MemoryKind, Provenance, Source, Status
@@ -84,7 +84,7 @@ class Question(Phase):
             ctx = await context(me, mind, self.query.format(**self.words(me)), self.name)
         else:
             nodes = mind.memories(me.id).recent(self.recent)
-            ctx = situation(me, mind) | {"memories": [memory_line(n) for n in nodes]}
+            ctx = showing(me, mind, nodes)
         msgs = prompts.messages(me.system_prompt, "question.j2", **ctx, question=asked)
         answer = await mind.ask(me, msgs, self.schema, default=self.schema.model_construct(), purpose=self.name,
                                 max_tokens=self.max_tokens)  # a failed answer is remembered as nothing

@@ -135,6 +135,8 @@ class TownMemory:
         self.probe_weights = Weights(**self.settings.probe_weights.model_dump())
         """What a probe question's memories are ranked by (``memory.probe_weights``)."""
         self._row_nodes: list[MemoryNode] = []
+        self._seed_rows: list[int] = []
+        """Index rows of everyone's seeded memories (``backstory_similarity``), kept as they are indexed."""
         self._unembedded: list[MemoryNode] = []
         self._dirty: dict[int, MemoryNode] = {}
         self._batcher: Batcher[_Request, list[list[MemoryNode]]] = Batcher(
@@ -231,6 +233,8 @@ class TownMemory:
         for node, row in zip(nodes, rows.tolist()):
             node.row = row
             self._row_nodes.append(node)
+            if node.kind == MemoryKind.SEED:
+                self._seed_rows.append(row)
 
     def embed_pending(self, queries: Sequence[str] = ()) -> np.ndarray:
         """Embed the nodes not yet in the index, plus ``queries``, in one model call; index the nodes
@@ -305,10 +309,9 @@ class TownMemory:
         town knew before the day began; 0 with none): how like the question everyday memories are,
         so that recognition can ask a memory to rise above it (``cognition/probe.py``)."""
         vector = self.embed_pending([query])[0]
-        rows = np.array([row for row, n in enumerate(self._row_nodes) if n.kind == MemoryKind.SEED], np.int64)
-        if self.index is None or not len(rows):
+        if self.index is None or not self._seed_rows:
             return 0.0
-        return float(np.percentile(self.index.similarity(vector, rows), percentile))
+        return float(np.percentile(self.index.similarity(vector, np.array(self._seed_rows, np.int64)), percentile))
 
     def recognised(self, agent_id: str, query: str, threshold: float, purpose: str,
                    k: int | None = None) -> list[MemoryNode]:
