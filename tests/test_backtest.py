@@ -92,3 +92,49 @@ def test_the_backtest_needs_a_run():
 
     with pytest.raises(InputError, match="backtest needs a run directory"):
         engine.evaluate([t], ExclaimingJudge(), ExclaimingJudge(), EvalOptions(suites=("backtest",)))
+
+
+class LeaningJudge(AnsweringBackend):
+    """Names the high pole of extraversion for everybody, but surer for lines with "!"; on every
+    other factor it cannot tell anyone apart (the same probability for all)."""
+
+    name = "judge"
+    model_id = "leaning-v1"
+
+    def answer(self, req: LLMRequest) -> str:
+        text = req.messages[-1]["content"]
+        first = re.search(r"^1\. (.*)$", text, re.M).group(1)
+        if req.purpose.startswith("bt_extraversion"):
+            p_high = 0.9 if "!" in text.split("</behaviour>")[0] else 0.6
+            first_is_high = "people" in first
+        else:
+            p_high, first_is_high = 0.7, req.purpose.endswith("_1")
+        p_first = p_high if first_is_high else 1 - p_high
+        return ScoredOptions([math.log(p_first), math.log(1 - p_first)], exact=True).to_text()
+
+
+def test_the_auc_tells_a_leaning_judge_from_lines_that_show_nothing(tmp_path):
+    ts = [person("ann", 0.9, ["Hello there!", "What a day!"]), person("bob", 0.8, ["Great news!", "Come along!"]),
+          person("cat", 0.1, ["Fine.", "I suppose."]), person("dan", 0.2, ["Maybe.", "No."])]
+    judge = LeaningJudge()
+    result = engine.evaluate(ts, judge, judge, EvalOptions(suites=("backtest",), bootstrap=200))
+    look = report.Lookup(result.metrics)
+    # everyone is read as outgoing: the two written low are failures, so the share is at chance ...
+    assert look.value("backtest", "success_extraversion") == pytest.approx(0.5)
+    # ... yet the judge's probabilities put both outgoing people above both reserved ones
+    auc = look.get("backtest", "auc_extraversion")
+    assert auc.value == pytest.approx(1.0) and auc.details["n"] == 4
+    # everyone here was written low on openness (Walter's persona): there is no one to rank above anyone
+    assert look.value("backtest", "auc_openness") is None
+    assert look.value("backtest", "auc") == pytest.approx(1.0)
+    report.write(result, tmp_path / "bt")
+    assert "| AUC |" in (tmp_path / "bt" / "report.md").read_text()
+
+
+def test_rank_auc_by_hand():
+    from simulation.evaluation.stats import rank_auc
+
+    # pairs (positive, negative): 0.9>0.4, 0.9>0.6, 0.6>0.4, 0.6=0.6 (half) -> 3.5 of 4
+    assert rank_auc([0.9, 0.4, 0.6, 0.6], [True, False, True, False]) == pytest.approx(0.875)
+    assert rank_auc([0.9, 0.4], [True, True]) is None
+    assert rank_auc([0.7, 0.7, 0.7], [True, False, False]) == pytest.approx(0.5), "one probability for all: chance"

@@ -13,7 +13,13 @@ out of it; people who said fewer than ``MIN_LINES`` lines are left out entirely 
 
 Reported: the success share per factor, by written pole and overall, with Wilson intervals, and
 beside it the share a constant guess of the more common side would get (a judge that always says
-"outgoing" in a town written mostly outgoing is not reading anything).
+"outgoing" in a town written mostly outgoing is not reading anything). Beside the success share,
+the rank AUC per factor (and its mean over the factors), with a bootstrap interval over people:
+the chance that someone written high gets a higher probability of the high pole than someone
+written low. A small judge leans to one side for everybody, which the success share counts as
+failures on that factor's other pole; the AUC shows whether its probabilities still order people
+the right way (0.5: they do not), so "the lines show nothing" and "the judge leans" are told apart.
+The success share stays the goal's figure: the AUC uses the written sides of the whole group.
 """
 
 from __future__ import annotations
@@ -23,10 +29,13 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from simulation.evaluation import prompts
 from simulation.evaluation.interview import questionnaire
 from simulation.evaluation.ipip import FACTORS
 from simulation.evaluation.session import Metric, Session
+from simulation.evaluation.stats import bootstrap, rank_auc
 from simulation.evaluation.targets import Target
 
 SUITE = "backtest"
@@ -160,9 +169,48 @@ def metrics(session: Session, targets: list[Target], results: list[Result]) -> l
     return out
 
 
+def _table(results: list[Result]) -> np.ndarray:
+    """One row per judged person: per factor, the probability of the high pole and 1/0 for written
+    high/low (NaN where the factor has no side or was not scored)."""
+    rows = []
+    for r in results:
+        if not r.items:
+            continue
+        by = {i.factor: i for i in r.items}
+        row: list[float] = []
+        for f in FACTORS:
+            i = by.get(f)
+            if i is None or i.truth is None or i.p_high is None:
+                row += [math.nan, math.nan]
+            else:
+                row += [i.p_high, float(i.truth == "high")]
+        rows.append(row)
+    return np.array(rows, dtype=float).reshape(len(rows), 2 * len(FACTORS))
+
+
+def _auc(data: np.ndarray, k: int) -> float | None:
+    cols = data[:, 2 * k: 2 * k + 2]
+    cols = cols[~np.isnan(cols).any(axis=1)]
+    return rank_auc(cols[:, 0], cols[:, 1] > 0.5) if len(cols) else None
+
+
+def _mean_auc(data: np.ndarray) -> float | None:
+    aucs = [a for k in range(len(FACTORS)) if (a := _auc(data, k)) is not None]
+    return sum(aucs) / len(aucs) if aucs else None
+
+
 def aggregate(session: Session, results: list[Result], scope: str, run_id: str | None) -> list[Metric]:
     items = [i for r in results for i in r.items]
+    table = _table(results)
+    n_boot = session.options.bootstrap
     out = []
+    est = bootstrap(table, _mean_auc, seed=session.boot_seed(SUITE, scope, "auc"), n_boot=n_boot)
+    out.append(Metric(SUITE, "auc", est.value, None, run_id, None, {"scope": scope, **est.as_dict(),
+                      "note": "mean over the factors of the rank AUC"}))
+    for k, f in enumerate(FACTORS):
+        est = bootstrap(table, lambda d, k=k: _auc(d, k), seed=session.boot_seed(SUITE, scope, "auc", f),
+                        n_boot=n_boot)
+        out.append(Metric(SUITE, f"auc_{f}", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))
     overall = _share(items)
     out.append(Metric(SUITE, "success", overall.pop("value"), None, run_id, None, {"scope": scope, **overall,
                "people": sum(bool(r.items) for r in results), "too_few_lines": sum(not r.items for r in results)}))

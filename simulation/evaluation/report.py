@@ -237,15 +237,20 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
                   "A judge that never sees the persona reads each person's lines of the run and names, per "
                   "factor, the side of 0.5 it fits (both orders of the two descriptions, averaged). Success = "
                   "the side the persona was written on; factors within 0.05 of 0.5 have no side. Wilson 95 % "
-                  "intervals; the constant guess always names the side most people were written on.", "",
-                  "| factor | success | written low | written high | constant guess |", "|---|---|---|---|---|"]
+                  "intervals; the constant guess always names the side most people were written on. AUC: the chance "
+                  "that someone written high gets a higher probability of the high pole than someone written low "
+                  "(0.5: the judge's probabilities do not order people; bootstrap 95 % interval over people), "
+                  "so a judge that leans one way for everybody is told apart from lines that show nothing.", "",
+                  "| factor | success | written low | written high | constant guess | AUC |",
+                  "|---|---|---|---|---|---|"]
         for f in (*FACTORS, None):
             key = f"success_{f}" if f else "success"
             m = look.get("backtest", key)
             lines.append(f"| {f or '**all factors**'} | {_ci(m)} ({m.details.get('n', 0) if m else 0} judged) | "
                          f"{_ci(look.get('backtest', f'{key}_low')) if f else ''} | "
                          f"{_ci(look.get('backtest', f'{key}_high')) if f else ''} | "
-                         f"{_fmt(m.details.get('constant_guess') if m else None)} |")
+                         f"{_fmt(m.details.get('constant_guess') if m else None)} | "
+                         f"{_ci(look.get('backtest', f'auc_{f}' if f else 'auc'))} |")
         everyone = look.get("backtest", "success")
         few = everyone.details.get("too_few_lines", 0) if everyone else 0
         lines += ["", f"People left out for saying fewer than 2 lines: {few}.", "",

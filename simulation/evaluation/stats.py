@@ -1,5 +1,5 @@
 """Small statistics with numpy only: Pearson correlation, Cohen's d, Cohen's kappa, the
-constant-guess baseline of an agreement, and seeded percentile bootstrap CIs.
+constant-guess baseline of an agreement, a rank AUC, and seeded percentile bootstrap CIs.
 
 Why our own: the eval must be deterministic given its seed and must not pull scipy into the
 product; a percentile bootstrap over personas is a few lines of numpy.
@@ -94,6 +94,18 @@ def cohens_kappa(a: np.ndarray, b: np.ndarray) -> float | None:
     pa, pb = float(a.mean()), float(b.mean())
     expected = pa * pb + (1 - pa) * (1 - pb)  # < 1 since neither rating is constant
     return (observed - expected) / (1 - expected)
+
+
+def rank_auc(scores: np.ndarray, positive: np.ndarray) -> float | None:
+    """The probability that a positive unit scores above a negative one (ties count half): the
+    Mann-Whitney AUC. Threshold-free, so a judge that leans to one answer for everybody still shows
+    whether it orders people the right way. None without both kinds of unit."""
+    scores, positive = np.asarray(scores, dtype=float), np.asarray(positive, dtype=bool)
+    pos, neg = scores[positive], scores[~positive]
+    if not len(pos) or not len(neg):
+        return None
+    above = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(above / (len(pos) * len(neg)))
 
 
 def bootstrap(
