@@ -32,7 +32,7 @@ def eval_(
         metavar="TARGET...", help="persona files, scenarios (every person in them) or run directories",
         show_default=False)],
     suite: Annotated[str, typer.Option(
-        help="comma-separated: bigfive, interview, personagym, consistency, backtest, believability")] = "bigfive",
+        help="comma-separated: bigfive, forcedchoice, interview, personagym, consistency, backtest, believability")] = "bigfive",
     backend: AgentBackendOpt = None,
     model: AgentModelOpt = None,
     base_url: AgentBaseUrlOpt = None,
@@ -118,6 +118,9 @@ def _show(result: Any, out: Path) -> None:
     if "bigfive" in result.suites:
         cols += [("IPIP MAE", ("bigfive", "mae")), ("IPIP agree", ("bigfive", "agreement")),
                  ("IPIP constant guess", ("bigfive", "agreement_baseline"))]
+    if "forcedchoice" in result.suites:
+        cols += [("forced-choice MAE", ("forcedchoice", "mae")), ("forced-choice agree", ("forcedchoice", "agreement")),
+                 ("forced-choice constant guess", ("forcedchoice", "agreement_baseline"))]
     if "interview" in result.suites:
         cols += [("interview MAE", ("interview", "mae")), ("interview agree", ("interview", "agreement")),
                  ("interview constant guess", ("interview", "agreement_baseline"))]
@@ -138,7 +141,7 @@ def _show(result: Any, out: Path) -> None:
                                            else _ci_text(look.get(s, m)) for _, (s, m) in cols[1:]))
     if len(cols) > 1:  # the back-test alone has no per-agent columns
         console.print(table)
-    for suite, label in (("bigfive", "IPIP"), ("interview", "Interview")):
+    for suite, label in (("bigfive", "IPIP"), ("forcedchoice", "Forced choice"), ("interview", "Interview")):
         if suite not in result.suites:
             continue
         factors = Table(title=f"{label} high/low agreement per factor, beside the constant guess (always the side "

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from simulation.errors import InputError, Problem
-from simulation.evaluation import backtest, believability, bigfive, consistency, interview, personagym
+from simulation.evaluation import backtest, believability, bigfive, consistency, forcedchoice, interview, personagym
 from simulation.evaluation.session import SUITES, EvalOptions, Metric, Session
 from simulation.evaluation.targets import Target
 from simulation.llm import batching
@@ -27,10 +27,10 @@ from simulation.llm.types import RawCompletion
 
 MODULES: dict[str, ModuleType] = {
     "bigfive": bigfive, "interview": interview, "personagym": personagym, "consistency": consistency,
-    "backtest": backtest, "believability": believability,
+    "backtest": backtest, "believability": believability, "forcedchoice": forcedchoice,
 }
 PURPOSE_PREFIX = {"ipip": "bigfive", "iv_": "interview", "pg_": "personagym", "cons_": "consistency",
-                  "bt_": "backtest", "bel_": "believability"}
+                  "bt_": "backtest", "bel_": "believability", "fc": "forcedchoice"}
 RUN_ONLY = ("consistency", "backtest")
 """Suites that read a run's logged behaviour, which only run agents have."""
 

@@ -98,6 +98,9 @@ def write_all(result: EvalResult, out: Path) -> dict[str, Any]:
     if "bigfive" in result.suites:
         md["bigfive"] = _save(_factor_figure(result, "bigfive", "Big Five: target vs IPIP-50 score"),
                               out, "bigfive", files)
+    if "forcedchoice" in result.suites:
+        md["forcedchoice"] = _save(_factor_figure(result, "forcedchoice", "Big Five: target vs forced-choice score"),
+                                   out, "forcedchoice", files)
     if "interview" in result.suites:
         md["interview"] = _save(_factor_figure(result, "interview", "Big Five: target vs interview rating"),
                                 out, "interview", files)

@@ -180,10 +180,11 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
             lines.append(f"| {suite} | {c.get('agents', 0):.0f} | {c['calls_per_agent']:.1f} | "
                          f"{c['llm_s_per_agent']:.1f} | {c['prompt_tokens'] + c['completion_tokens']:.0f} |")
         lines.append("")
-    for suite in ("bigfive", "interview"):
+    for suite in ("bigfive", "forcedchoice", "interview"):
         if suite not in result.suites:
             continue
-        title = "Big Five (IPIP-50 self-report)" if suite == "bigfive" else "Big Five (InCharacter-style interview)"
+        title = {"bigfive": "Big Five (IPIP-50 self-report)", "forcedchoice": "Big Five (IPIP-50 statements as "
+                 "forced choices)", "interview": "Big Five (InCharacter-style interview)"}[suite]
         lines += [f"## {title}", "", "Measured / target, 0-1. Agreement: the share of factors on the same side "
                   "of 0.5 as the target; constant guess: the agreement of guessing, on each factor, the side most "
                   "of these agents' targets are on, for everybody alike; kappa: Cohen's kappa of target side and "
@@ -199,7 +200,13 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
             lines.append(f"| {names[key]} | " + " | ".join(cells) + f" | {_fmt(look.value(suite, 'mae', key))} | "
                          f"{_fmt(look.value(suite, 'agreement', key))} | "
                          f"{_fmt(look.value(suite, 'agreement_baseline', key))} |")
-        raw = suite == "bigfive" and look.get(suite, "uncalibrated_mae") is not None
+        raw = suite in ("bigfive", "forcedchoice") and look.get(suite, "uncalibrated_mae") is not None
+        if suite == "forcedchoice":
+            lines += ["", "Each question sets a statement that raises the factor against one that lowers it; the "
+                      "score is the mean probability of choosing the raising one, both orders averaged. "
+                      + ("Calibrated: each order's probabilities divided by the same question's with the persona "
+                         "blanked (N/A); the uncalibrated columns score the same answers raw." if raw else
+                         "Uncalibrated.")]
         if suite == "bigfive":
             lines += ["", "Calibrated: each item's probabilities over 1-5 divided by those of the same item asked "
                       "with the persona blanked (N/A), so what is scored is how far the persona moves the answer; "

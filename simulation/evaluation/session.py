@@ -20,7 +20,7 @@ from simulation.llm.types import CallRecord, RawCompletion
 
 T = TypeVar("T", bound=BaseModel)
 
-SUITES = ("bigfive", "interview", "personagym", "consistency", "backtest", "believability")
+SUITES = ("bigfive", "forcedchoice", "interview", "personagym", "consistency", "backtest", "believability")
 
 
 @dataclass
