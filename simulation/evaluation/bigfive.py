@@ -254,13 +254,19 @@ UNCALIBRATED = "uncalibrated_"
 
 
 def aggregate(session: Session, results: list[FactorResult], scope: str, run_id: str | None) -> list[Metric]:
+    return aggregate_with_raw(SUITE, session, results, scope, run_id)
+
+
+def aggregate_with_raw(suite: str, session: Session, results: list[FactorResult], scope: str,
+                       run_id: str | None) -> list[Metric]:
     """``aggregate_factors``; calibrated, also the raw answers' MAE, agreement, correlations and effect
-    sizes (``uncalibrated_...``, same bootstrap resamples), so the calibration's effect is paired."""
-    out = aggregate_factors(SUITE, results, session, scope, run_id)
+    sizes (``uncalibrated_...``, same bootstrap resamples), so the calibration's effect is paired.
+    Each factor's raw score is ``details[factor]["uncalibrated"]`` (this suite's and forcedchoice's)."""
+    out = aggregate_factors(suite, results, session, scope, run_id)
     if not session.options.calibrate:
         return out
     raw = [FactorResult(r.target, {f: r.details[f]["uncalibrated"] for f in FACTORS}, r.targets) for r in results]
-    for m in aggregate_factors(SUITE, raw, session, scope, run_id):
+    for m in aggregate_factors(suite, raw, session, scope, run_id):
         if m.metric in ("mae", "agreement") or m.metric.startswith(("correlation_", "effect_")):
-            out.append(Metric(SUITE, UNCALIBRATED + m.metric, m.value, m.target, m.run_id, m.agent_id, m.details))
+            out.append(Metric(suite, UNCALIBRATED + m.metric, m.value, m.target, m.run_id, m.agent_id, m.details))
     return out

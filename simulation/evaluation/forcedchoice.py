@@ -143,15 +143,7 @@ def metrics(session: Session, targets: list[Target], results: list[FactorResult]
 
 def aggregate(session: Session, results: list[FactorResult], scope: str, run_id: str | None) -> list[Metric]:
     """As the bigfive suite's: the calibrated scores, and the raw ones beside (``uncalibrated_...``)."""
-    out = bigfive.aggregate_factors(SUITE, results, session, scope, run_id)
-    if not session.options.calibrate:
-        return out
-    raw = [FactorResult(r.target, {f: r.details[f]["uncalibrated"] for f in FACTORS}, r.targets) for r in results]
-    for m in bigfive.aggregate_factors(SUITE, raw, session, scope, run_id):
-        if m.metric in ("mae", "agreement") or m.metric.startswith(("correlation_", "effect_")):
-            out.append(Metric(SUITE, bigfive.UNCALIBRATED + m.metric, m.value, m.target, m.run_id, m.agent_id,
-                              m.details))
-    return out
+    return bigfive.aggregate_with_raw(SUITE, session, results, scope, run_id)
 
 
 __all__ = ["SUITE", "Pair", "aggregate", "metrics", "pairs", "planned", "run"]
