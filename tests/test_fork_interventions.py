@@ -24,6 +24,7 @@ from simulation.errors import InputError
 from simulation.run.fork import (Intervention, parse_addition, parse_corrections, parse_interventions,
                                  parse_removal, parse_whisper)
 from simulation.rundb.diff import first_difference
+from simulation.rundb.metrics import density_by_tick
 from simulation.testing import ScriptedBackend
 
 TICKS, AT = 24, 12
@@ -502,9 +503,19 @@ def test_a_scenario_schedules_an_arrival_a_departure_and_a_correction(tmp_path, 
     loaded = scenario.load(_scenario(tmp_path, ARRIVAL + DEPARTURE + CORRECTION))
     assert [p.persona.id for p in loaded.arrivals.values()] == ["eli_novak"]
     assert loaded.arrivals[0].start_place == "town_square" and "eli_novak" not in {p.persona.id for p in loaded.people}
+    here, density = [], []
     with Simulation.from_scenario(loaded, backend=ScriptedBackend(), out=tmp_path / "runs", ticks=8) as sim:
-        step_run(sim)
+        for tick in range(8):
+            sim.step()
+            here.append({a.agent_id for a in sim.model.order} == loaded.in_town(tick))
+            density.append(sim.model.social.density())
     run = sim.run_dir
+    assert all(here), "the model's town and LoadedScenario.in_town disagree"
+    con = sqlite3.connect(run / "run.db")
+    try:  # the live graph counts whom run.db's readers count: Walter is out of it once he has left
+        assert density == pytest.approx([d for _, _, d in density_by_tick(con, sim.run_id)])
+    finally:
+        con.close()
     assert _rows(run, "select tick, kind, agent_id from events where kind in ('arrival', 'departure', 'correction') "
                       "order by id") == [(3, "arrival", "eli_novak"), (4, "departure", "walter_hughes"),
                                          (5, "correction", None)]

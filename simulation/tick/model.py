@@ -410,6 +410,7 @@ class TownModel(mesa.Model):
                            {"conversation_id": conv.id} if conv is not None else None)
             self.buffer.update("agents", (self.store.run_id, agent.agent_id), {"left_tick": self.tick})
         self.gone.add(agent.agent_id)
+        self.social.remove_person(agent.agent_id)
         agent.remove()
         self._town_changed()
 

@@ -32,10 +32,17 @@ class SocialGraph:
         self.graph = nx.DiGraph()
         self.graph.add_nodes_from(sorted(people))
         self._changed: set[tuple[str, str]] = set()
+        self.gone: set[str] = set()
+        """Who left the town: still nodes (those who stay remember them), not counted by ``density``."""
 
     def add_person(self, agent_id: str) -> None:
         """Someone who arrived during the run (their ties are seeded as they arrive)."""
         self.graph.add_node(agent_id)
+
+    def remove_person(self, agent_id: str) -> None:
+        """Someone who left the town (a ``departure``): their ties stay, as memories do, but the
+        density counts the people here, as run.db's readers (``rundb.metrics.knows_by_tick``) do."""
+        self.gone.add(agent_id)
 
     def seed(self, agent_id: str, other_id: str, view: str) -> None:
         """A relationship known before the run (from the persona file)."""
@@ -65,8 +72,10 @@ class SocialGraph:
         return g
 
     def density(self) -> float:
-        """Who-knows-whom density now, by the definition run.db's readers use (``rundb.metrics``)."""
-        return pair_density(self.graph.number_of_nodes(), len(knows_pairs(self.graph.edges, self.graph.nodes)))
+        """Who-knows-whom density now, over the people in the town, by the definition run.db's
+        readers use (``rundb.metrics``)."""
+        here = [n for n in self.graph.nodes if n not in self.gone]
+        return pair_density(len(here), len(knows_pairs(self.graph.edges, here)))
 
     def state(self) -> list[tuple[str, str, int, float, str]]:
         """Every edge as (person, other, conversations, sentiment, view): what the checkpoint stores."""
