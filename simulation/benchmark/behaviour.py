@@ -142,17 +142,21 @@ def _same_experiment(earlier: _Earlier, engine: str, scenario_sha256: str) -> No
 def run_benchmark(loaded: LoadedScenario, seeds: Sequence[int], out: Path, *, ticks: int | None = None,
                   llm: BackendChoice | None = None, backend: Backend | str | None = None, command: str = "",
                   on_seed: Callable[[int, int], None] | None = None,
-                  on_tick: Callable[[int, int], None] | None = None) -> BenchmarkResult:
+                  on_tick: Callable[[int, int], None] | None = None, jobs: int = 1,
+                  on_seed_done: Callable[[int, int], None] | None = None) -> BenchmarkResult:
     """Run ``loaded`` once per seed into ``out/runs`` and collect each run's behaviour metrics.
-    ``on_seed(i, seed)`` before each run; ``on_tick(done, total)`` after each of its ticks.
+    ``on_seed(i, seed)`` before each run and ``on_seed_done(i, seed)`` after it; ``on_tick(done,
+    total)`` after each of its ticks (of all runs in flight, summed, with ``jobs`` > 1: that many
+    runs at once, each in its own process, ``simulation.benchmark.parallel``).
 
     A seed that already has a run of the same experiment under ``out/runs`` (see the module's
     docstring) is not run again: a finished run is re-read (its probe answers re-scored and its
     metrics recomputed with the current rules), an interrupted one (or one whose process was
     killed) is resumed. A run's wall time is the sum of its ticks' (probes excluded)."""
-    from simulation import Simulation
+    from simulation.benchmark.parallel import RunTask, check_jobs
     from simulation.version import engine_fingerprint, text_sha256
 
+    check_jobs(jobs, backend)
     runs_dir = Path(out) / "runs"
     planned = ticks if ticks is not None else loaded.scenario.clock.total_ticks
     engine, scenario_sha = engine_fingerprint(), text_sha256(loaded.source_text)
@@ -161,28 +165,59 @@ def run_benchmark(loaded: LoadedScenario, seeds: Sequence[int], out: Path, *, ti
         if seed in earlier:
             _same_experiment(earlier[seed], engine, scenario_sha)
     result = BenchmarkResult(loaded.scenario.name, list(seeds), ticks, "", "", command, engine, scenario_sha)
-    tick_cb = (lambda s: on_tick(s.ticks - s.ticks_left, s.ticks)) if on_tick else None
-    for i, seed in enumerate(seeds):
-        if on_seed is not None:
-            on_seed(i, seed)
+    tasks: dict[int, RunTask | Path] = {}
+    for seed in seeds:
         if seed in earlier and earlier[seed].status == "finished":
-            run_dir = earlier[seed].run_dir
-            _rescore(run_dir)
+            tasks[seed] = earlier[seed].run_dir
+        elif seed in earlier:
+            tasks[seed] = RunTask("resume", seed, earlier[seed].run_dir)
         else:
-            own = backend if backend is not None and not isinstance(backend, str) else None
-            opened = (Simulation.resume(earlier[seed].run_dir, llm=llm, backend=own) if seed in earlier else
-                      Simulation.from_scenario(loaded, seed=seed, out=runs_dir, ticks=ticks, llm=llm, backend=backend))
-            with opened as sim:
-                sim.run(on_tick=tick_cb)
-                run_dir = sim.run_dir
-        _read_back(result, seed, run_dir)
+            tasks[seed] = RunTask("new", seed, runs_dir, loaded, ticks)
+    _make(result, tasks, llm=llm, backend=backend, jobs=jobs, on_seed=on_seed, on_seed_done=on_seed_done,
+          on_tick=on_tick)
     return result
+
+
+def _make(result: BenchmarkResult, tasks: dict[int, RunTask | Path], *, llm: BackendChoice | None,
+          backend: Backend | str | None, jobs: int, on_seed: Callable[[int, int], None] | None,
+          on_seed_done: Callable[[int, int], None] | None, on_tick: Callable[[int, int], None] | None) -> None:
+    """Make the runs of ``tasks`` (seed -> what to run, or the folder of a finished run to re-read)
+    and read every run back into ``result`` in the seeds' order. One at a time, each seed's run is
+    made and read in turn; with ``jobs`` > 1 those to make go first, that many at once."""
+    from simulation.benchmark.parallel import RunTask, execute, run_tasks
+
+    order = list(tasks)
+    made: dict[int, Path] = {}
+    todo = [t for t in tasks.values() if isinstance(t, RunTask)]
+    if jobs > 1 and len(todo) > 1:
+        at = {seed: i for i, seed in enumerate(order)}
+        folders = run_tasks(todo, llm=llm, backend=backend, jobs=jobs,
+                            on_start=(lambda _, seed: on_seed(at[seed], seed)) if on_seed else None,
+                            on_done=(lambda _, seed: on_seed_done(at[seed], seed)) if on_seed_done else None,
+                            on_tick=on_tick)
+        made = {t.seed: folder for t, folder in zip(todo, folders)}
+    for i, seed in enumerate(order):
+        task = tasks[seed]
+        if seed in made:
+            run_dir = made[seed]
+        else:
+            if on_seed is not None:
+                on_seed(i, seed)
+            if isinstance(task, RunTask):
+                run_dir = execute(task, llm=llm, backend=backend, on_tick=on_tick)
+            else:
+                run_dir = task
+                _rescore(run_dir)
+            if on_seed_done is not None:
+                on_seed_done(i, seed)
+        _read_back(result, seed, run_dir)
 
 
 def fork_benchmark(base: BenchmarkResult, out: Path, *, at: int, interventions: Sequence[Intervention],
                    llm: BackendChoice | None = None, backend: Backend | None = None, command: str = "",
                    on_seed: Callable[[int, int], None] | None = None,
-                   on_tick: Callable[[int, int], None] | None = None) -> BenchmarkResult:
+                   on_tick: Callable[[int, int], None] | None = None, jobs: int = 1,
+                   on_seed_done: Callable[[int, int], None] | None = None) -> BenchmarkResult:
     """Fork each of ``base``'s runs at tick ``at`` with ``interventions`` (``simulation.run.fork``)
     into ``out/runs`` and run the forks to their parents' end: the same seeds, the same prefix,
     then the intervention. Run again, it re-reads the finished forks there and resumes the
@@ -191,10 +226,11 @@ def fork_benchmark(base: BenchmarkResult, out: Path, *, at: int, interventions: 
     import json
     from dataclasses import asdict
 
-    from simulation import Simulation
+    from simulation.benchmark.parallel import RunTask, check_jobs
     from simulation.rundb import connect_ro
     from simulation.version import engine_fingerprint
 
+    check_jobs(jobs, backend)
     runs_dir = Path(out) / "runs"
     engine = engine_fingerprint()
     wanted = json.dumps([asdict(iv) for iv in interventions])
@@ -214,22 +250,18 @@ def fork_benchmark(base: BenchmarkResult, out: Path, *, at: int, interventions: 
         found[parent] = (db.parent, status)
     result = BenchmarkResult(base.scenario, list(base.seeds), base.ticks, "", "", command, engine,
                              base.scenario_sha256)
-    tick_cb = (lambda s: on_tick(s.ticks - s.ticks_left + at, s.ticks + at)) if on_tick else None
-    for i, parent in enumerate(base.runs):
-        if on_seed is not None:
-            on_seed(i, parent.seed)
+    tasks: dict[int, RunTask | Path] = {}
+    for parent in base.runs:
         earlier = found.get(parent.run_id)
         if earlier is not None and earlier[1] == "finished":
-            run_dir = earlier[0]
-            _rescore(run_dir)
+            tasks[parent.seed] = earlier[0]
+        elif earlier is not None:
+            tasks[parent.seed] = RunTask("resume", parent.seed, earlier[0], at=at)
         else:
-            sim = (Simulation.resume(earlier[0], llm=llm, backend=backend) if earlier is not None else
-                   Simulation.fork(parent.run_dir, at=at, out=runs_dir, interventions=interventions, llm=llm,
-                                   backend=backend))
-            with sim:
-                sim.run(on_tick=tick_cb)
-                run_dir = sim.run_dir
-        _read_back(result, parent.seed, run_dir)
+            tasks[parent.seed] = RunTask("fork", parent.seed, runs_dir, parent=parent.run_dir, at=at,
+                                         interventions=tuple(interventions))
+    _make(result, tasks, llm=llm, backend=backend, jobs=jobs, on_seed=on_seed, on_seed_done=on_seed_done,
+          on_tick=on_tick)
     return result
 
 

@@ -52,6 +52,7 @@ def bench_behaviour(
     control: Annotated[bool, typer.Option(
         "--control", help="also run the no-LLM control on the same seeds (into OUT/control) and report the "
                           "LLM's margin over it")] = False,
+    jobs: common.JobsOpt = 1,
     quiet: common.quiet_option("the report's path") = False,  # type: ignore[valid-type]
 ) -> None:
     """Run a scenario over several seeds and report each behaviour metric's mean and 95 % interval.
@@ -87,8 +88,16 @@ def bench_behaviour(
     if progress is not None:
         progress.start()
     try:
+        finished = 0
+
+        def on_seed_done(i: int, seed: int) -> None:
+            nonlocal finished
+            finished += 1
+            if progress is not None and jobs > 1:
+                progress.update(seeds_task, completed=finished, description=f"{jobs} seeds at a time")
+
         result = run_benchmark(loaded, chosen, out, ticks=ticks, llm=choice, command=command, on_seed=on_seed,
-                               on_tick=on_tick)
+                               on_tick=on_tick, jobs=jobs, on_seed_done=on_seed_done)
         baseline = None
         if control:
             def on_control_seed(i: int, seed: int) -> None:

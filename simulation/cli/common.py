@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from simulation.scenario import ResolvedPersona
 
 __all__ = [
-    "BaseUrlOpt", "BackendOpt", "CacheOpt", "CachePathOpt", "CallsBar", "ModelOpt", "backend_choice", "backend_option",
+    "BaseUrlOpt", "BackendOpt", "CacheOpt", "CachePathOpt", "CallsBar", "JobsOpt", "ModelOpt", "backend_choice", "backend_option",
     "base_url_option", "console", "err", "habits_note", "model_option", "quiet_option", "show_progress", "status", "user_errors",
 ]
 
@@ -150,6 +150,9 @@ CacheOpt = Annotated[Optional[str], typer.Option(
     "--cache", help="replay cache: use (read+write, default), refresh (write only) or off", show_default=False)]
 CachePathOpt = Annotated[Optional[str], typer.Option(
     "--cache-path", help="replay-cache file (default ~/.cache/agora/llm.sqlite)", show_default=False)]
+JobsOpt = Annotated[int, typer.Option(
+    "--jobs", min=1, help="runs at once, each in its own process: for a fleet of servers (--base-url repeated) "
+                          "or cores to spare; the runs are the same as one at a time")]
 
 
 def quiet_option(prints: str) -> Any:

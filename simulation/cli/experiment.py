@@ -26,6 +26,7 @@ def experiment(
     base_url: BaseUrlOpt = None,
     cache: CacheOpt = None,
     cache_path: CachePathOpt = None,
+    jobs: common.JobsOpt = 1,
     quiet: common.quiet_option("the report's path") = False,  # type: ignore[valid-type]
 ) -> None:
     """Run an experiment's conditions over the same seeds and compare each with the control: the
@@ -47,10 +48,20 @@ def experiment(
     runs_task = progress.add_task("runs", total=total) if progress else None
     ticks_task = progress.add_task("ticks", total=None) if progress else None
 
+    finished = 0
+
     def on_run(condition: str, i: int, seed: int) -> None:
-        if progress is not None:
+        if progress is not None and jobs == 1:
             progress.update(runs_task, completed=i, description=f"{condition}, seed {seed}")
             progress.reset(ticks_task)
+        elif progress is not None:
+            progress.update(runs_task, description=f"{condition}, {jobs} runs at a time")
+
+    def on_run_done(condition: str, i: int, seed: int) -> None:
+        nonlocal finished
+        finished += 1
+        if progress is not None and jobs > 1:
+            progress.update(runs_task, completed=finished)
 
     def on_tick(done: int, ticks: int) -> None:
         if progress is not None:
@@ -60,7 +71,7 @@ def experiment(
         progress.start()
     try:
         result = run_experiment(spec, scenario, Path(spec_file), out, llm=choice, command=command, on_run=on_run,
-                                on_tick=on_tick)
+                                on_tick=on_tick, jobs=jobs, on_run_done=on_run_done)
     finally:
         if progress is not None:
             progress.update(runs_task, completed=total)

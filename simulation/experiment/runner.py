@@ -92,10 +92,12 @@ def check_fork(condition: Condition, base: LoadedScenario, changes: list[Interve
 def run_experiment(spec: ExperimentSpec, scenario: Path, spec_path: Path, out: Path, *,
                    llm: BackendChoice | None = None, backend: Backend | str | None = None, command: str = "",
                    on_run: Callable[[str, int, int], None] | None = None,
-                   on_tick: Callable[[int, int], None] | None = None, judge: Backend | None = None) -> ExperimentResult:
+                   on_tick: Callable[[int, int], None] | None = None, judge: Backend | None = None,
+                   jobs: int = 1, on_run_done: Callable[[str, int, int], None] | None = None) -> ExperimentResult:
     """Run every condition of ``spec`` over its seeds into ``out/<condition>``. ``on_run(condition,
-    i, seed)`` before each run (i counts all the experiment's runs); ``on_tick(done, total)``
-    after each tick of it. With ``spec.believability``, every run's people are then interviewed and
+    i, seed)`` before each run and ``on_run_done`` after it (i counts all the experiment's runs);
+    ``on_tick(done, total)`` after each tick of it (of the runs in flight, summed, with ``jobs`` > 1:
+    a condition's seeds that many at once, each in its own process). With ``spec.believability``, every run's people are then interviewed and
     the conditions ranked by the judge it names (``judge``: a backend object instead, for tests)."""
     loaded = scenarios(spec, scenario, spec_path)
     if spec.believability is not None and judge is None:
@@ -112,16 +114,18 @@ def run_experiment(spec: ExperimentSpec, scenario: Path, spec_path: Path, out: P
     for k, condition in enumerate(order):  # forks after the runs they branch
         seen = (lambda i, seed, name=condition.name, base=k * len(spec.seeds): on_run(name, base + i, seed)) \
             if on_run is not None else None
+        ended = (lambda i, seed, name=condition.name, base=k * len(spec.seeds): on_run_done(name, base + i, seed)) \
+            if on_run_done is not None else None
         if condition.fork is None:
             result.results[condition.name] = run_benchmark(
                 loaded[condition.name], spec.seeds, out / condition.name, ticks=spec.ticks, llm=llm, backend=backend,
-                command=command, on_seed=seen, on_tick=on_tick)
+                command=command, on_seed=seen, on_tick=on_tick, jobs=jobs, on_seed_done=ended)
         else:
             own = backend if backend is not None and not isinstance(backend, str) else None
             result.results[condition.name] = fork_benchmark(
                 result.results[condition.fork.of], out / condition.name, at=condition.fork.at,
                 interventions=changes[condition.name], llm=llm, backend=own, command=command, on_seed=seen,
-                on_tick=on_tick)
+                on_tick=on_tick, jobs=jobs, on_seed_done=ended)
     if spec.believability is not None:
         from simulation.experiment.believability import interview_condition, rank_conditions
 
