@@ -77,7 +77,7 @@ def bench_behaviour(
     ticks_task = progress.add_task("ticks", total=None) if progress else None
 
     def on_seed(i: int, seed: int) -> None:
-        if progress is not None:
+        if progress is not None and jobs == 1:  # several at once: the bar counts finished runs (on_seed_done)
             progress.update(seeds_task, completed=i, description=f"seed {seed}")
             progress.reset(ticks_task)
 
@@ -100,10 +100,10 @@ def bench_behaviour(
                                on_tick=on_tick, jobs=jobs, on_seed_done=on_seed_done)
         baseline = None
         if control:
-            def on_control_seed(i: int, seed: int) -> None:
-                on_seed(i, seed)
+            def on_control_seed(i: int, seed: int) -> None:  # the control runs one at a time
                 if progress is not None:
-                    progress.update(seeds_task, description=f"control, seed {seed}")
+                    progress.update(seeds_task, completed=i, description=f"control, seed {seed}")
+                    progress.reset(ticks_task)
 
             baseline = run_benchmark(loaded, chosen, out / "control", ticks=ticks,
                                      llm=BackendChoice(backend="control", cache="off", everyone=True),
