@@ -69,6 +69,18 @@ def test_a_first_line_greets_back_shares_invites_or_asks_and_cannot_yet_say_good
     assert option_text(menu[3], "Bob", "Ann") == "invite Ann to the party at Cafe on Tuesday 14 February, 17:00-19:00"
 
 
+def test_an_invitation_says_the_name_the_town_calls_the_happening_by(mind):
+    """A fact's ``name`` ("Valentine's Day party") is what an invitation and a plan say; without one,
+    the id's words. (A guest asked "Do you know of a Valentine's Day party?" then holds a line naming it.)"""
+    named = dataclasses.replace(PARTY, name="Valentine's Day party")
+    mind.known = [named]
+    invite = next(m for m in aim_menu(mind.person("bob"), mind, talk(mind)) if m.aim == Aim.INVITE)
+    assert invite.happening == named
+    assert invite.topic == "the Valentine's Day party at Cafe on Tuesday 14 February, 17:00-19:00"
+    assert (named.title, PARTY.title, dataclasses.replace(PARTY, fact="bake_sale").title) == (
+        "Valentine's Day party", "party", "bake sale")
+
+
 def test_goodbye_is_offered_from_the_fourth_line_and_is_the_only_move_at_the_limit(mind):
     conv = talk(mind, ("bob", Move(Aim.GREET)), ("ann", Move(Aim.ASK, "plans")),
                 ("bob", Move(Aim.ANSWER, "Bob's plans: nothing more planned today")))
@@ -257,12 +269,13 @@ def test_a_run_records_moves_and_invitations_and_the_guest_plans_to_go(make_run)
     assert {i["starts_at"] for i in invitations} == {"2023-02-14 17:00"}
     invite = db.execute("select aim, topic, speaker_id from utterances where id = ?",
                         [invitations[0]["utterance_id"]]).fetchone()
-    assert invite[0] == "invite" and "party at Hobbs Cafe" in invite[1] and invite[2] == invitations[0]["inviter_id"]
+    assert invite[0] == "invite" and invite[2] == invitations[0]["inviter_id"]
+    assert "the Valentine's Day party at Hobbs Cafe" in invite[1], "the invitation says what the town calls it"
     answer = db.execute("select aim, speaker_id from utterances where id = ?",
                         [invitations[0]["answer_utterance_id"]]).fetchone()
     assert answer == ("accept", invitations[0]["guest_id"])
     guest = run.model.people[invitations[0]["guest_id"]].state
-    assert [h.fact for h in guest.going] == ["party"]
+    assert [(h.fact, h.title) for h in guest.going] == [("party", "Valentine's Day party")]
     assert "party" in [h.fact for h in run.model.mind.happenings(guest.id)], "the guest's next day can hold it"
     assert all(json.loads(c["participants"]) for c in db.query("select participants from conversations"))
     metrics = behaviour(db.conn, run.store.run_id)

@@ -42,8 +42,8 @@ _QUOTED = re.compile(r'"(.+)"\s*$', re.S)
 
 
 def happening_text(h: Happening, mind: Mind) -> str:
-    """"the party at Hobbs Cafe on Tuesday 14 February, 17:00-19:00"."""
-    return (f"the {h.fact.replace('_', ' ')} at {mind.place_name(h.place)} on {h.start:%A %d %B}, "
+    """"the Valentine's Day party at Hobbs Cafe on Tuesday 14 February, 17:00-19:00"."""
+    return (f"the {h.title} at {mind.place_name(h.place)} on {h.start:%A %d %B}, "
             f"{h.start:%H:%M}-{h.end:%H:%M}")
 
 

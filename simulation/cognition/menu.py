@@ -66,7 +66,7 @@ def day_menu(me: AgentState, mind: Mind, usual: list[PlanItem], today: date) -> 
         add(item.activity, item.place, item.hour)
     for h in mind.happenings(me.id):
         if h.start.date() == today:
-            add(f"going to the {h.fact.replace('_', ' ')} at {mind.place_name(h.place)}", h.place, h.start.hour,
+            add(f"going to the {h.title} at {mind.place_name(h.place)}", h.place, h.start.hour,
                 max(h.start.hour + 1, h.end.hour + (h.end.minute > 0)))
     add("resting at home", me.home, None)
     if me.workplace:

@@ -15,3 +15,12 @@ class Happening:
     place: str
     start: datetime
     end: datetime
+    name: str | None = None
+    """What the town calls it (the fact's ``name``: "Valentine's Day party"); None: the id's words.
+    An invitation says it, so a guest asked "Do you know of a Valentine's Day party?" holds a line
+    that names what they were invited to, not only "the party at Hobbs Cafe on Tuesday 14 February"."""
+
+    @property
+    def title(self) -> str:
+        """"Valentine's Day party" (or "party", from the id, for a fact without a name)."""
+        return self.name or self.fact.replace("_", " ")

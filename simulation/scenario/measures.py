@@ -69,6 +69,9 @@ def unique_names(details: list[FactDetail]) -> list[FactDetail]:
 
 class Fact(StrictModel):
     id: Identifier
+    name: ShortText | None = Field(
+        None, description="what the town calls it, as said after 'the' (\"Valentine's Day party\"): how an "
+        "invitation to it or a plan to go names it; default: the id, underscores as spaces")
     text: LongText = Field(min_length=1, description="the fact as one would tell it, with its details")
     details: list[FactDetail] = Field(default_factory=list)
     known_by: list[Identifier] = Field(

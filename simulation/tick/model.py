@@ -224,7 +224,7 @@ class TownModel(mesa.Model):
             day = date.fromisoformat(kinds["date"])
             times = [datetime.combine(day, clock_time.fromisoformat(t.strip())) for t in kinds["time"].split("-", 1)]
             out.append(Happening(fact.id, kinds["place"], times[0],
-                                 times[-1] if len(times) > 1 else times[0] + timedelta(hours=1)))
+                                 times[-1] if len(times) > 1 else times[0] + timedelta(hours=1), fact.name))
         known = {h.fact for h in out}
         out += [h for h in self.people[person_id].state.going if h.fact not in known]
         return sorted(out, key=lambda h: (h.start, h.fact))

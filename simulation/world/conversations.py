@@ -151,7 +151,7 @@ class Conversations:
                 utterance_id: int | None) -> int | None:
         inviter.invited.setdefault(guest.id, []).append(h.fact)
         self.recorder.event(inviter, EventKind.INVITATION, f"{inviter.persona.name} invites {guest.persona.name} to the "
-                            f"{h.fact.replace('_', ' ')}", {"conversation_id": conv.id, "guest": guest.id,
+                            f"{h.title}", {"conversation_id": conv.id, "guest": guest.id,
                                                              "fact": h.fact})
         return self.buffer.add("invitations", {
             "tick": self.moment.tick, "sim_time": sim_iso(self.moment.now), "conversation_id": conv.id,
