@@ -39,9 +39,8 @@ RUMOUR = "Isabella's party is at Hobbs Cafe on February 14 at 5pm."
 
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory, flagship, embedder) -> Path:
-    # Every person is asked the probes (recognition off): the scripted double's invitation ("come to
-    # the party at Hobbs Cafe on Tuesday 14 February") is not enough like "Do you know of a
-    # Valentine's Day party?" to be recognised, and these tests read which version an answer names.
+    # Every person is asked the probes (recognition off): these tests read which version of the party
+    # an answer names, whoever recognises the question.
     loaded = with_settings(flagship, cognition={"recognition_margin": None})
     return run_parent(loaded, tmp_path_factory.mktemp("parent"), TICKS)
 
@@ -345,7 +344,7 @@ def test_after_a_correction_each_person_acts_on_the_version_they_were_told(paren
     fork = _fork(parent, tmp_path / "whole", interventions=changes)
     for person in untold:
         places, menu = _plans_for(fork, person)
-        assert places == {"hobbs_cafe"} and menu == ["going to the party at Hobbs Cafe"], person
+        assert places == {"hobbs_cafe"} and menu == ["going to the Valentine's Day party at Hobbs Cafe"], person
         assert not _rows(fork.run_dir, "select 1 from fact_memories where fact_id = 'party' and agent_id = ? and "
                                        "tick >= ? and declared = 1", (person, AT))
         (answer, verdict, details), = _rows(
@@ -353,7 +352,7 @@ def test_after_a_correction_each_person_acts_on_the_version_they_were_told(paren
             (person,))
         assert "Hobbs Cafe" in answer and verdict == "wrong" and json.loads(details)["place"] == "changed"
     places, menu = _plans_for(fork, told)
-    assert places == {"rose_and_crown"} and menu == ["going to the party at The Rose and Crown Pub"]
+    assert places == {"rose_and_crown"} and menu == ["going to the Valentine's Day party at The Rose and Crown Pub"]
 
     part = Simulation.fork(parent, at=AT, out=tmp_path / "part", backend=ScriptedBackend(), interventions=changes)
     with part:
