@@ -198,6 +198,22 @@ def test_a_spoken_line_is_neither_a_bare_word_nor_the_prompt_read_back():
     assert check_spoken("Good morning, Walter! Busy day at the shop?", []) is None
 
 
+def test_an_assistants_refusal_is_not_a_line_but_a_persons_apology_is():
+    """The 1.5B sometimes steps out of the person: "I'm sorry, but I can't assist with that." """
+    from simulation.cognition.converse import check_spoken
+    from simulation.rundb.garbled import garbled
+
+    refusal = "is the model refusing as an assistant, not the person speaking"
+    for text in ("I'm sorry, but I can't assist with that.", "I’m sorry, but I cannot help with that request.",
+                 "As an AI, I don't have plans for the day.", "I am unable to assist with this."):
+        assert check_spoken(text, []) == refusal, text
+        assert garbled(text) == refusal
+    for text in ("I'm sorry, Daniel. I just can't go to that party.", "Sorry Isabella, I have to go.",
+                 "I'm sorry, I can't make it tonight.", "Can I help you carry those boxes?",
+                 "I'd love to assist with the decorations!"):
+        assert check_spoken(text, []) is None, text
+
+
 def test_a_line_cut_by_the_schemas_length_keeps_its_whole_sentences():
     from simulation.cognition.converse import whole_sentences
 

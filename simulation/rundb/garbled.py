@@ -1,5 +1,12 @@
-"""Garbled lines: a line that is a bare word ("Fiona", "furthermore") or reads the prompt's frame
-back ("The conversation so far: Fiona greeted Walter.", "In Isabella's own words and speaking style").
+"""Garbled lines: a line that is a bare word ("Fiona", "furthermore"), reads the prompt's frame
+back ("The conversation so far: Fiona greeted Walter.", "In Isabella's own words and speaking style")
+or is the model refusing as an assistant ("I'm sorry, but I can't assist with that.").
+
+An instruction-tuned model asked for a townsperson's line sometimes steps out of the person and
+refuses as the assistant it was trained to be (3 of the 1.5B measurement model's 108 lines in
+step 9's runs); nobody in the town said it either. The rule is narrow on purpose: "I'm sorry, I
+can't make it" is a person's line; only the assistant's register ("assist with", "as an AI",
+"language model", "I'm sorry, but I can't help") counts.
 
 A small model asked for a line sometimes continues the prompt instead of speaking; a reader sees
 at once that nobody said it, so the behaviour report counts such lines (``talk.garbled_share``).
@@ -16,6 +23,13 @@ SCAFFOLDING = ("the conversation so far", "own words and speaking style", "write
                "nothing has been said yet", "has just gone up to")
 """Words of the utterance prompt's frame (``utterance.j2``, ``_dialogue.j2``)."""
 
+REFUSAL = re.compile(
+    r"\b(?:as an ai\b|ai (?:language )?model|language model|"
+    r"(?:can(?:no|')t|unable to|not able to) assist\b|"
+    r"(?:i'm|i am) sorry, but i (?:can(?:no|')t|am unable to|won't) (?:help|assist|provide|fulfil|comply))",
+    re.IGNORECASE)
+"""An assistant's refusal or self-description, not a townsperson's words."""
+
 _TERMINAL = re.compile(r"[.!?][\"')]*$")
 
 
@@ -28,6 +42,8 @@ def garbled(text: str) -> str | None:
     low = text.lower()
     if any(phrase in low for phrase in SCAFFOLDING):
         return "reads the prompt back instead of speaking"
+    if REFUSAL.search(text.replace("\u2019", "'")):
+        return "is the model refusing as an assistant, not the person speaking"
     return None
 
 
@@ -40,4 +56,4 @@ def garbled_lines(con: Any, run_id: str) -> tuple[int, int]:
     return bad, lines
 
 
-__all__ = ["SCAFFOLDING", "garbled", "garbled_lines"]
+__all__ = ["REFUSAL", "SCAFFOLDING", "garbled", "garbled_lines"]
