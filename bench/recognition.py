@@ -19,7 +19,9 @@ memory names every detail of the fact (the detail reader), and prints the same s
 split on the scenario's own question. The fixed threshold was chosen on the scenarios' own
 questions (step 6's runs); the margin on these rewordings over step 7's runs, so step 6's runs
 are its held-out check (the same scenarios and questions under an earlier engine, so held out in
-engine only). Writes nothing.
+engine only). ``--unit sentence`` reads each memory by its sentence most like the question
+(``cognition.recognition_unit: sentence``, the default since issue 33 step 11; over all of a person's
+memories, where the engine reads the 32 most like the question whole), the seeded ones too. Writes nothing.
 """
 
 from __future__ import annotations
@@ -38,10 +40,24 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simulation.memory.embeddings import get_embedder  # noqa: E402
+from simulation.memory.sentences import sentences  # noqa: E402
 from simulation.provenance.details import KEPT, DetailReader, place_aliases  # noqa: E402
 from simulation.provenance.rescore import _details  # noqa: E402
 
 WORDINGS = Path(__file__).with_name("recognition-wordings.yaml")
+
+
+def closest_to(embedder, texts: list[str], q: np.ndarray, unit: str) -> np.ndarray:
+    """Per question (columns of ``q``), each text's similarity (texts x questions): of the whole text
+    (``memory``, recognition_unit: memory) or of its sentence most like the question (``sentence``)."""
+    split = [sentences(t) if unit == "sentence" else [t] for t in texts]
+    flat = [p for ps in split for p in ps]
+    sims = embedder.embed(flat) @ q.T if flat else np.zeros((0, q.shape[0]))
+    out, i = np.zeros((len(texts), q.shape[0])), 0
+    for row, ps in enumerate(split):
+        out[row] = sims[i:i + len(ps)].max(axis=0)
+        i += len(ps)
+    return out
 
 
 def auc(pos: list[float], neg: list[float]) -> float:
@@ -66,6 +82,8 @@ def main() -> int:
     ap.add_argument("--runs", type=Path, help="a folder of bench outputs to find runs in, for a report without runs/")
     ap.add_argument("--threshold", type=float, default=0.46, help="the fixed threshold (cognition.recognition)")
     ap.add_argument("--margin", type=float, default=0.2, help="the margin (cognition.recognition_margin)")
+    ap.add_argument("--unit", choices=("memory", "sentence"), default="memory",
+                    help="compare the question with whole memories (the engine) or with each sentence of them")
     args = ap.parse_args()
     wordings: dict[str, list[str]] = yaml.safe_load(WORDINGS.read_text())
     embedder = get_embedder()
@@ -85,18 +103,17 @@ def main() -> int:
                               (r["agent_id"], r["fact_id"])).fetchone()[0]
             memories = [t for (t,) in db.execute("select text from memories where agent_id = ? and tick <= ?",
                                                  (r["agent_id"], tick))]
-            vectors = embedder.embed(memories + questions)
-            q = vectors[len(memories):]
+            q = embedder.embed(questions)
             if r["run_id"] not in backstory:
                 seeds = [t for (t,) in db.execute("select text from memories where kind = 'seed'")]
-                seeded = embedder.embed(seeds) @ q.T if seeds else np.zeros((1, len(questions)))
+                seeded = closest_to(embedder, seeds, q, args.unit) if seeds else np.zeros((1, len(questions)))
                 backstory[r["run_id"]] = np.percentile(seeded, 90, axis=0)
-            closest = (vectors[:len(memories)] @ q.T).max(axis=0) if memories else np.full(len(questions), -1.0)
+            best = closest_to(embedder, memories, q, args.unit).max(axis=0) if memories else np.full(len(questions), -1.0)
             side = 0 if r["aware"] == "1" else 1
-            by_details[0 if holds_details(db, r, memories) else 1].append(float(closest[0] - backstory[r["run_id"]][0]))
+            by_details[0 if holds_details(db, r, memories) else 1].append(float(best[0] - backstory[r["run_id"]][0]))
             for j, question in enumerate(questions):
-                sims.setdefault(question, ([], []))[side].append(float(closest[j]))
-                above.setdefault(question, ([], []))[side].append(float(closest[j] - backstory[r["run_id"]][j]))
+                sims.setdefault(question, ([], []))[side].append(float(best[j]))
+                above.setdefault(question, ([], []))[side].append(float(best[j] - backstory[r["run_id"]][j]))
         for question, (pos, neg) in sims.items():
             fixed = (np.mean(np.array(pos) >= args.threshold), np.mean(np.array(neg) >= args.threshold))
             rel = above[question]

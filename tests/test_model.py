@@ -249,7 +249,8 @@ def test_with_recognition_off_everyone_is_asked_whether_they_have_heard(make_run
     assert "probe0_choice" in asked, "the yes-or-no question about having heard"
 
 
-@pytest.mark.parametrize("setting", [{"recognition": 0.46}, {"recognition_margin": 0.2}, {}])
+@pytest.mark.parametrize("setting", [{"recognition": 0.46}, {"recognition_margin": 0.2}, {},
+                                     {"recognition_unit": "memory"}])
 def test_with_recognition_on_a_person_whose_memories_are_unlike_a_news_question_has_not_heard(
         make_run, scripted, flagship, setting):
     from conftest import with_settings
@@ -261,10 +262,11 @@ def test_with_recognition_on_a_person_whose_memories_are_unlike_a_news_question_
     assert len(probes) == 8 * len(run.model.scenario.probes)
     assert all(p["ok"] == 1 for p in probes)
     memory = run.model.memory
+    by_sentence = setting.get("recognition_unit", "sentence") == "sentence"
     for p in probes:
-        threshold = setting.get("recognition") or memory.backstory_similarity(p["question"]) + setting.get(
-            "recognition_margin", 0.2)
-        familiar = memory.familiarity(p["agent_id"], p["question"])
+        threshold = setting.get("recognition") or memory.backstory_similarity(
+            p["question"], by_sentence=by_sentence) + setting.get("recognition_margin", 0.2)
+        familiar = memory.familiarity(p["agent_id"], p["question"], by_sentence=by_sentence)
         if p["fact_id"] is not None and familiar < threshold:
             assert (p["answer"], p["llm_call_id"]) == (NOT_HEARD, None), "not recognised: not heard, nothing asked"
         else:

@@ -333,3 +333,38 @@ def test_the_backstory_similarity_is_how_like_the_question_what_the_town_knew_be
     assert mem.backstory_similarity(question) == pytest.approx(float(np.percentile(cos, 90)), abs=1e-3), \
         "the 90th percentile over everyone's seeded memories, not the news heard since"
     assert mem.backstory_similarity(question) < float(cos.max()), "one backstory line about Valentine's does not set it"
+
+
+def test_a_memory_is_cut_into_sentences_a_frame_its_own_and_short_pieces_left_out():
+    from simulation.memory.sentences import sentences
+
+    line = ('Daniel Okafor said to Grace Okafor: "Hi Grace! I was thinking of throwing a Valentine\'s Day party '
+            'at Hobbs Cafe. Will you come?"')
+    assert sentences(line) == ["Daniel Okafor said to Grace Okafor:",
+                               "I was thinking of throwing a Valentine's Day party at Hobbs Cafe."], \
+        "the frame is one, 'Hi Grace!' and 'Will you come?' are too short to recognise news by"
+    assert sentences("Ann waters the roses") == ["Ann waters the roses"]
+    assert sentences("Yes.") == ["Yes."], "nothing long enough: the whole text"
+
+
+def test_recognition_by_sentence_finds_the_news_a_long_line_dilutes(embedder):
+    """A line whose one sentence names the party, among others, is less like the question whole than
+    that sentence is; by sentence it is recognised, and the backstory is read the same way."""
+    mem = _memory(embedder, top_k=2)
+    question = "Do you know of a Valentine's Day party? Where and when?"
+    told = mem.add("ann", "utterance", 'Dan Oak said to Ann Lee: "Good morning, Ann, the roses in the square look '
+                   'lovely after all that rain this week. Isabella is throwing a Valentine\'s Day party at Hobbs '
+                   'Cafe. My brother has been fixing the old fence behind the library since Saturday."')
+    mem.add("ann", "observation", "Ann waters the roses")
+    for i in range(10):
+        mem.add("bob", "seed", f"Bob{i} mends the fence behind the library after the rain")
+    q, whole, part = embedder.embed([question, told.text, "Isabella is throwing a Valentine's Day party at Hobbs Cafe."])
+    assert float(part @ q) > float(whole @ q) + 0.05, "the premise: the rest of the line dilutes the news"
+    mem.set_time(1, START + timedelta(hours=1))
+    bar = (float(whole @ q) + float(part @ q)) / 2
+    assert mem.recognised("ann", question, bar, "probe") == []
+    assert mem.recognised("ann", question, bar, "probe", by_sentence=True) == [told]
+    assert mem.familiarity("ann", question, by_sentence=True) == pytest.approx(float(part @ q), abs=1e-3)
+    seeds = embedder.embed([f"Bob{i} mends the fence behind the library after the rain" for i in range(10)])
+    assert mem.backstory_similarity(question, by_sentence=True) == pytest.approx(
+        float(np.percentile(seeds @ q, 90)), abs=1e-3), "one-sentence seeds: the same as whole"

@@ -68,6 +68,9 @@ class MindSettings:
     recognition: float | None = None
     """How like a probe question a person's best memory must be for them to recognise it
     (``cognition.recognition``); None: the model is asked whether they have heard of it."""
+    recognition_unit: str = "sentence"
+    """What recognition compares a probe question with: each sentence of a memory, or the whole
+    memory (``cognition.recognition_unit``)."""
     recognition_margin: float | None = None
     """Recognition relative to the question: how much more like it than the town's seeded memories
     (``Mind.backstory_similarity``) a person's memory must be (``cognition.recognition_margin``)."""
@@ -201,14 +204,16 @@ class Mind(Protocol):
     async def retrieve(self, person_id: str, query: str, purpose: str,
                        exclude: Iterable[int] = ()) -> list[MemoryNode]: ...
     async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]: ...
-    def backstory_similarity(self, query: str) -> float:
+    def backstory_similarity(self, query: str, by_sentence: bool = False) -> float:
         """How like ``query`` what the town knew before the day is: the 90th percentile of the cosine
         similarity of everyone's seeded memories (0 with none), the level a memory must rise above
         to make the question familiar, whatever its wording."""
         ...
-    def recognised(self, person_id: str, query: str, threshold: float, purpose: str) -> list[MemoryNode]:
-        """The person's memories at least ``threshold`` like ``query`` (cosine), the most like first
-        (at most ``memory.top_k``): none when the question is not familiar."""
+    def recognised(self, person_id: str, query: str, threshold: float, purpose: str,
+                   by_sentence: bool = False) -> list[MemoryNode]:
+        """The person's memories at least ``threshold`` like ``query`` (cosine; ``by_sentence``: of
+        their sentence most like it), the most like first (at most ``memory.top_k``): none when the
+        question is not familiar."""
         ...
 
     # what happens around

@@ -55,6 +55,11 @@ NOT_HEARD = "I have not heard anything about that."
 HEARD = "probe_heard.j2"
 
 
+def by_sentence(mind: Mind) -> bool:
+    """Whether recognition reads each sentence of a memory (``cognition.recognition_unit``)."""
+    return mind.settings.recognition_unit == "sentence"
+
+
 def recognition_threshold(mind: Mind, question: str) -> float | None:
     """How like ``question`` a memory must be for the person to recognise it: ``cognition.recognition``
     as it is, or ``cognition.recognition_margin`` above what the town knew before the day
@@ -62,7 +67,7 @@ def recognition_threshold(mind: Mind, question: str) -> float | None:
     if mind.settings.recognition is not None:
         return mind.settings.recognition
     if mind.settings.recognition_margin is not None:
-        return mind.backstory_similarity(question) + mind.settings.recognition_margin
+        return mind.backstory_similarity(question, by_sentence=by_sentence(mind)) + mind.settings.recognition_margin
     return None
 
 
@@ -74,7 +79,7 @@ async def answer_probe(me: AgentState, mind: Mind, question: str, index: int,
     the model answers."""
     threshold = recognition_threshold(mind, question)
     if threshold is not None and recognise:
-        familiar = mind.recognised(me.id, question, threshold, Purpose.PROBE)
+        familiar = mind.recognised(me.id, question, threshold, Purpose.PROBE, by_sentence=by_sentence(mind))
         if not familiar:
             return NOT_HEARD, True, None
         ctx = showing(me, mind, sorted(familiar, key=lambda n: n.id))

@@ -30,6 +30,7 @@ from simulation.llm.batching import Batcher
 from simulation.memory.embeddings import Embedder, get_embedder
 from simulation.memory.index import MemoryIndex, Ranking
 from simulation.memory.scoring import Weights
+from simulation.memory.sentences import sentences
 from simulation.memory.stream import MemoryNode, MemoryStream, StreamState
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
 PRIORITY = 0
 """Batcher priority: retrievals go before LLM questions (the LLM client's is 1)."""
+SENTENCE_CANDIDATES = 4
+"""Recognition by sentence reads, of a person's memories, this many times ``memory.top_k`` of those
+most like the question whole (a sentence that names the news rarely sits in a memory ranked lower)."""
 
 
 def _iso(moment: datetime) -> str:
@@ -298,34 +302,64 @@ class TownMemory:
         """A probe's question is ranked by ``memory.probe_weights``; every other by ``retrieval_weights``."""
         return self.probe_weights if purpose == Purpose.PROBE else self.weights
 
-    def familiarity(self, agent_id: str, query: str) -> float:
+    def familiarity(self, agent_id: str, query: str, by_sentence: bool = False) -> float:
         """The cosine similarity of ``query`` to the agent's closest memory (-1 with none): how
-        familiar a question sounds before anything is recalled (``cognition/probe.py``)."""
+        familiar a question sounds before anything is recalled (``cognition/probe.py``); ``by_sentence``:
+        to the closest sentence, as ``recognised`` reads them."""
         vector = self.embed_pending([query])[0]
-        return -1.0 if self.index is None else self.index.closest(vector, agent_id)
+        if self.index is None:
+            return -1.0
+        if not by_sentence:
+            return self.index.closest(vector, agent_id)
+        rows, _ = self.index.nearest(vector, agent_id, SENTENCE_CANDIDATES * self.settings.top_k)
+        best = self._by_sentence([self._row_nodes[r] for r in rows.tolist()], vector)
+        return float(best.max()) if len(best) else -1.0
 
-    def backstory_similarity(self, query: str, percentile: float = 90.0) -> float:
+    def backstory_similarity(self, query: str, percentile: float = 90.0, by_sentence: bool = False) -> float:
         """The ``percentile`` of ``query``'s cosine similarity to everyone's seeded memories (what the
         town knew before the day began; 0 with none): how like the question everyday memories are,
-        so that recognition can ask a memory to rise above it (``cognition/probe.py``)."""
+        so that recognition can ask a memory to rise above it (``cognition/probe.py``).
+        ``by_sentence``: each memory counts by its sentence most like the question, as ``recognised``
+        then reads the person's own."""
         vector = self.embed_pending([query])[0]
         if self.index is None or not self._seed_rows:
             return 0.0
-        return float(np.percentile(self.index.similarity(vector, np.array(self._seed_rows, np.int64)), percentile))
+        if by_sentence:
+            similarity = self._by_sentence([self._row_nodes[r] for r in self._seed_rows], vector)
+        else:
+            similarity = self.index.similarity(vector, np.array(self._seed_rows, np.int64))
+        return float(np.percentile(similarity, percentile))
+
+    def _by_sentence(self, nodes: Sequence[MemoryNode], vector: np.ndarray) -> np.ndarray:
+        """Each node's greatest cosine similarity to ``vector`` over its sentences (``memory.sentences``)."""
+        assert self.embedder is not None
+        pieces = [sentences(n.text) for n in nodes]
+        flat = [p for ps in pieces for p in ps]
+        sims = self.embedder.embed(flat) @ vector if flat else np.zeros(0)
+        bounds = np.cumsum([0, *(len(ps) for ps in pieces)])
+        return np.array([sims[a:b].max() for a, b in zip(bounds[:-1], bounds[1:])], np.float32)
 
     def recognised(self, agent_id: str, query: str, threshold: float, purpose: str,
-                   k: int | None = None) -> list[MemoryNode]:
+                   k: int | None = None, by_sentence: bool = False) -> list[MemoryNode]:
         """The agent's memories at least ``threshold`` like ``query`` (cosine), the most like first, at
         most ``k`` (``memory.top_k``): what a question the person recognises brings back, and nothing
         else (``cognition/probe.py``). Recorded (``retrievals``, each with its similarity) and touched
-        as a retrieval is."""
+        as a retrieval is. ``by_sentence``: a memory is as like the question as its sentence most like
+        it, read among the ``SENTENCE_CANDIDATES`` × k memories most like it whole."""
         vector = self.embed_pending([query])[0]
         request = _Request(agent_id, [query], purpose, k or self.settings.top_k, frozenset())
         nodes: list[MemoryNode] = []
         results: list[dict[str, float | int]] = []
-        if self.index is not None:
+        if self.index is not None and by_sentence:
+            rows, _ = self.index.nearest(vector, agent_id, SENTENCE_CANDIDATES * request.k)
+            candidates = [self._row_nodes[r] for r in rows.tolist()]
+            best = self._by_sentence(candidates, vector)
+            ranked = sorted((-float(s), n.id, n) for n, s in zip(candidates, best) if s >= threshold)[:request.k]
+            nodes, similarity = [n for _, _, n in ranked], [-s for s, _, _ in ranked]
+        elif self.index is not None:
             rows, similarity = self.index.nearest(vector, agent_id, request.k, floor=threshold)
             nodes = [self._row_nodes[r] for r in rows.tolist()]
+        if nodes:
             results = [{"memory_id": n.id, "similarity": round(float(s), 4)} for n, s in zip(nodes, similarity)]
         self._record(request, query, nodes, results)
         self.touch(nodes)

@@ -85,6 +85,11 @@ class CognitionSettings(StrictModel):
         "familiar, else they say they have not heard of it, with nothing asked (cognition/probe.py). 0.2 held over "
         "five wordings of each bundled scenario's question (docs/behaviour.md, issue 33 step 9). null: the model is "
         "asked yes or no whether they have heard of it, over the memories retrieved for the question")
+    recognition_unit: Literal["memory", "sentence"] = Field(
+        "sentence", description="what recognition compares the probe question with: each sentence of a memory, "
+        "the memory as like the question as its best sentence (a line heard is 'Daniel said to Grace: \"...\"', "
+        "whose whole embedding the frame and the rest of the line dilute; docs/behaviour.md, issue 33 step 11), "
+        "or the whole memory (step 9)")
     recognition: float | None = Field(
         None, ge=-1, le=1, description="a fixed threshold instead of recognition_margin: how like the question a "
         "person's closest memory must be. It depends on the question's wording (0.46 was chosen on the two bundled "

@@ -210,11 +210,12 @@ class TownMind:
     async def retrieve_many(self, person_id: str, queries: Sequence[str], purpose: str) -> list[list[MemoryNode]]:
         return await self._memory.retrieve_many(person_id, queries, purpose)
 
-    def backstory_similarity(self, query: str) -> float:
-        return self._memory.backstory_similarity(query)
+    def backstory_similarity(self, query: str, by_sentence: bool = False) -> float:
+        return self._memory.backstory_similarity(query, by_sentence=by_sentence)
 
-    def recognised(self, person_id: str, query: str, threshold: float, purpose: str) -> list[MemoryNode]:
-        return self._memory.recognised(person_id, query, threshold, purpose)
+    def recognised(self, person_id: str, query: str, threshold: float, purpose: str,
+                   by_sentence: bool = False) -> list[MemoryNode]:
+        return self._memory.recognised(person_id, query, threshold, purpose, by_sentence=by_sentence)
 
     # what happens around
     def place_events(self, place: str) -> list[PlaceEvent]:
