@@ -49,6 +49,7 @@ from simulation.provenance.rules import AWARE_VERDICTS, UNAWARE_VERDICTS, correc
 
 WORDINGS = Path(__file__).with_name("probe-wordings.yaml")
 ASKED = re.compile(r'Someone asks (.+?): "')
+NOW = re.compile(r"It is ([A-Za-z]+ \d+ [A-Za-z]+), \d\d:\d\d\. .*\n(There: .*\n)?")
 
 
 @dataclass
@@ -67,11 +68,16 @@ class Probe:
     answer: str
     seed: int
 
-    def ask(self, instruction: str, seed: int) -> LLMRequest:
-        """The run's own call with its last instruction replaced and another seed."""
+    def ask(self, wording: str | dict, seed: int) -> LLMRequest:
+        """The run's own call with its last instruction replaced and another seed; a wording with
+        ``date_only`` also says only the day in the situation, not the hour, the place and what is there."""
+        spec = wording if isinstance(wording, dict) else {"instruction": wording}
         first = ASKED.search(self.messages[-2]["content"] if len(self.messages) > 1 else "")
-        text = instruction.format(first=first.group(1) if first else "they")
-        msgs = [*self.messages[:-1], {"role": "user", "content": text}]
+        text = spec["instruction"].format(first=first.group(1) if first else "they")
+        msgs = [dict(m) for m in self.messages[:-1]]
+        if spec.get("date_only"):
+            msgs[-1]["content"] = NOW.sub(r"It is \1.\n", msgs[-1]["content"], count=1)
+        msgs.append({"role": "user", "content": text})
         return LLMRequest(messages=msgs, seed=seed, **self.request)
 
     def score(self, answer: str, ok: bool = True) -> str:
@@ -126,9 +132,9 @@ def main() -> int:
     ap.add_argument("--model", help="GGUF the runs were made with (default: the bundled model)")
     ap.add_argument("--samples", type=int, default=3)
     ap.add_argument("--wordings", help="comma-separated names from bench/probe-wordings.yaml (default: all)")
-    ap.add_argument("--context", type=int, default=4096)
+    ap.add_argument("--context", type=int, default=2048, help="context tokens (the scenarios' llm.context_tokens)")
     args = ap.parse_args()
-    wordings: dict[str, str] = yaml.safe_load(WORDINGS.read_text())
+    wordings: dict[str, str | dict] = yaml.safe_load(WORDINGS.read_text())
     names = args.wordings.split(",") if args.wordings else list(wordings)
     rows = [p for report in args.reports for db in sorted(report.glob("runs/*/run.db")) for p in probes(db)]
     if not rows:

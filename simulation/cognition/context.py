@@ -43,6 +43,7 @@ def situation(me: AgentState, mind: Mind) -> dict[str, Any]:
         "p": me.persona,
         "first": me.first_name,
         "now": mind.now.strftime("%A %d %B, %H:%M"),
+        "today": mind.now.strftime("%A %d %B"),
         "place": mind.place_name(me.place),
         "objects": mind.objects(me.place),
         "doing": "" if me.status in (Status.IDLE, Status.WAKING) else mind.doing(me),

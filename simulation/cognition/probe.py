@@ -91,7 +91,7 @@ async def answer_probe(me: AgentState, mind: Mind, question: str, index: int,
                                           default=True)
         if not heard:
             return NOT_HEARD, True, call_id
-    msgs = prompts.messages(me.system_prompt, "probe.j2", **ctx, question=question)
+    msgs = prompts.messages(me.system_prompt, "probe.j2", **ctx, question=question, day_only=True)
     answer = await mind.ask(me, msgs, ProbeAnswer, default=ProbeAnswer(answer="(no usable answer)"),
                             purpose=probe_purpose(index), max_tokens=96)
     return answer.value.answer, answer.ok, answer.call_id
