@@ -20,7 +20,7 @@ split on the scenario's own question. The fixed threshold was chosen on the scen
 questions (step 6's runs); the margin on these rewordings over step 7's runs, so step 6's runs
 are its held-out check (the same scenarios and questions under an earlier engine, so held out in
 engine only). ``--unit sentence`` reads each memory by its sentence most like the question
-(``cognition.recognition_unit: sentence``, the default since issue 33 step 11; over all of a person's
+(``cognition.recognition_unit: sentence``, the default since issue 33 step 12; over all of a person's
 memories, where the engine reads the 32 most like the question whole), the seeded ones too. Writes nothing.
 """
 

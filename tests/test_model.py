@@ -282,6 +282,12 @@ def test_with_recognition_on_a_person_whose_memories_are_unlike_a_news_question_
                                               (host["agent_id"],))}
     shown = "\n".join(m["content"] for m in prompt[1:])
     assert all(texts[r["memory_id"]] in shown for r in recalled), "and the answer is asked from it"
+    situation = prompt[1]["content"]
+    assert "It is Monday 13 February.\n" in situation, "the probe's situation says the day"
+    assert ":" not in situation.split("It is ", 1)[1].split("\n", 1)[0], "but not the hour"
+    assert " is at " not in situation and "There: " not in situation, "nor the place she is at, whose name and " \
+        "hour a model gave as the happening's"
+    assert "how Isabella knows" in prompt[-1]["content"], "the host, whom nobody told, is asked how she knows"
     assert any(p["answer"] == NOT_HEARD for p in party.values()), "at 07:20 most of the town has not heard"
 
 

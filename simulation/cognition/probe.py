@@ -9,7 +9,9 @@ about news (a probe with a ``fact``) when one of their memories is like it enoug
 similarity of the two embeddings reaches the threshold (``Mind.recognised``). With none they say
 they have not heard of it, with nothing asked; else the model answers from the memories that
 made the question familiar, and only those (the most like it first, at most ``memory.top_k``),
-saying what the person remembers (who told them, and where and when it is) or that they do not know.
+saying what the person remembers (where and when it is, and how they know: who told them, or their
+own plan; if nothing they remember is about it, they say so), under a situation that says only the
+day: the hour and the place they are at, the 1.5B gave as the happening's (docs/behaviour.md, step 12).
 Another question ("Who did you talk to today?") is answered from the memories retrieval
 brings back.
 

@@ -88,7 +88,7 @@ class CognitionSettings(StrictModel):
     recognition_unit: Literal["memory", "sentence"] = Field(
         "sentence", description="what recognition compares the probe question with: each sentence of a memory, "
         "the memory as like the question as its best sentence (a line heard is 'Daniel said to Grace: \"...\"', "
-        "whose whole embedding the frame and the rest of the line dilute; docs/behaviour.md, issue 33 step 11), "
+        "whose whole embedding the frame and the rest of the line dilute; docs/behaviour.md, issue 33 step 12), "
         "or the whole memory (step 9)")
     recognition: float | None = Field(
         None, ge=-1, le=1, description="a fixed threshold instead of recognition_margin: how like the question a "
