@@ -358,7 +358,8 @@ def test_recognition_by_sentence_finds_the_news_a_long_line_dilutes(embedder):
     mem.add("ann", "observation", "Ann waters the roses")
     for i in range(10):
         mem.add("bob", "seed", f"Bob{i} mends the fence behind the library after the rain")
-    q, whole, part = embedder.embed([question, told.text, "Isabella is throwing a Valentine's Day party at Hobbs Cafe."])
+    q, whole, part = embedder.embed([question, told.text,
+                                     "Isabella is throwing a Valentine's Day party at Hobbs Cafe."])
     assert float(part @ q) > float(whole @ q) + 0.05, "the premise: the rest of the line dilutes the news"
     mem.set_time(1, START + timedelta(hours=1))
     bar = (float(whole @ q) + float(part @ q)) / 2
