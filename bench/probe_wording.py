@@ -42,10 +42,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simulation.llm.types import LLMRequest  # noqa: E402
-from simulation.provenance.details import DetailReader, place_aliases  # noqa: E402
+from simulation.provenance.details import DetailReader  # noqa: E402
 from simulation.provenance.probes import score_answer  # noqa: E402
-from simulation.provenance.rescore import _details  # noqa: E402
-from simulation.provenance.rules import AWARE_VERDICTS, UNAWARE_VERDICTS, corrections  # noqa: E402
+from simulation.provenance.rescore import probe_scoring  # noqa: E402
+from simulation.provenance.rules import AWARE_VERDICTS, UNAWARE_VERDICTS  # noqa: E402
 
 WORDINGS = Path(__file__).with_name("probe-wordings.yaml")
 ASKED = re.compile(r'Someone asks (.+?): "')
@@ -87,14 +87,11 @@ class Probe:
 def probes(run_db: Path) -> list[Probe]:
     """The fact probes of a run that asked the model (recognised people), with their calls."""
     con = sqlite3.connect(f"file:{run_db}?mode=ro", uri=True)
-    run_id, scenario = con.execute("select run_id, scenario_yaml from runs").fetchone()
-    doc = yaml.safe_load(scenario) or {}
-    facts = {f["id"]: _details(f.get("details") or []) for f in doc.get("facts") or [] if isinstance(f, dict)}
-    for fact_id, (_, _, details) in corrections(con, run_id).items():
-        if fact_id in facts:
-            facts[fact_id] = _details(details)
-    places = {pid: (name, kind or "") for pid, name, kind in con.execute("select place_id, name, kind from places")}
-    reader = DetailReader(place_aliases(places))
+    run_id = con.execute("select run_id from runs").fetchone()[0]
+    scoring = probe_scoring(con, run_id)
+    if scoring is None:
+        return []
+    reader, facts = scoring
     out = []
     for agent, question, answer, fact_id, aware, sim_time, msgs, schema, seed, temp, max_tokens in con.execute(
             "select p.agent_id, p.question, p.answer, p.fact_id, p.aware, p.sim_time, c.messages, c.json_schema, "

@@ -27,17 +27,10 @@ from simulation.provenance.rules import corrections
 
 def rescore_probes(con: sqlite3.Connection, run_id: str) -> int:
     """Re-score every fact probe of ``run_id`` in place (the caller commits); returns how many."""
-    row = con.execute("select scenario_yaml from runs where run_id = ?", (run_id,)).fetchone()
-    if row is None or not row[0]:
+    scoring = probe_scoring(con, run_id)
+    if scoring is None:
         return 0
-    doc = yaml.safe_load(row[0]) or {}
-    facts = {f["id"]: _details(f.get("details") or []) for f in doc.get("facts") or [] if isinstance(f, dict) and "id" in f}
-    for fact_id, (_, _, details) in corrections(con, run_id).items():  # probes are asked at the end: by then
-        if fact_id in facts:
-            facts[fact_id] = _details(details)
-    places = {pid: (name, kind or "") for pid, name, kind in
-              con.execute("select place_id, name, kind from places where run_id = ?", (run_id,))}
-    reader = DetailReader(place_aliases(places))
+    reader, facts = scoring
     has_ok = any(c[1] == "ok" for c in con.execute("pragma table_info(probes)"))
     rows = con.execute(f"select id, sim_time, question, answer, fact_id, aware, {'ok' if has_ok else 'null'} "
                        "from probes where run_id = ? and fact_id is not null", (run_id,)).fetchall()
@@ -55,6 +48,24 @@ def rescore_probes(con: sqlite3.Connection, run_id: str) -> int:
     return done
 
 
+def probe_scoring(con: sqlite3.Connection, run_id: str) -> tuple[DetailReader, dict[str, tuple[Detail, ...]]] | None:
+    """What a run's probes are scored with: the detail reader of its places, and each fact's details as
+    they stood when the probes were asked (at the end: the run's corrections applied); None for a run
+    that stored no scenario."""
+    row = con.execute("select scenario_yaml from runs where run_id = ?", (run_id,)).fetchone()
+    if row is None or not row[0]:
+        return None
+    doc = yaml.safe_load(row[0]) or {}
+    facts = {f["id"]: _details(f.get("details") or [])
+             for f in doc.get("facts") or [] if isinstance(f, dict) and "id" in f}
+    for fact_id, (_, _, details) in corrections(con, run_id).items():
+        if fact_id in facts:
+            facts[fact_id] = _details(details)
+    places = {pid: (name, kind or "") for pid, name, kind in
+              con.execute("select place_id, name, kind from places where run_id = ?", (run_id,))}
+    return DetailReader(place_aliases(places)), facts
+
+
 def _details(items: Iterable[Any]) -> tuple[Detail, ...]:
     """A fact's details as the run stored them (its scenario's ``facts:``, validated when the run was
     made, or a correction's ``data.details``), as scoring reads them (``provenance.facts.fact_text``
@@ -64,4 +75,4 @@ def _details(items: Iterable[Any]) -> tuple[Detail, ...]:
                  for d in items if isinstance(d, dict))
 
 
-__all__ = ["rescore_probes"]
+__all__ = ["probe_scoring", "rescore_probes"]
