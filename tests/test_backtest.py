@@ -3,6 +3,7 @@ person's lines; a judge's habit of answering "1" earns nothing; Wilson intervals
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -56,8 +57,10 @@ def test_the_judge_names_the_written_side_from_lines_alone_and_a_habit_earns_not
           person("cat", 0.1, ["Fine.", "I suppose."]), person("dan", 0.5, ["Hi!", "Yes!"]),
           person("eve", 0.2, ["Only one line."])]
     judge = ExclaimingJudge()
-    result = engine.evaluate(ts, judge, judge, EvalOptions(suites=("backtest",)))
+    # raw answers: this judge reads blank lines ("N/A") exactly as cat's, which calibration would leave sideless
+    result = engine.evaluate(ts, judge, judge, EvalOptions(suites=("backtest",), calibrate=False))
     look = report.Lookup(result.metrics)
+    assert not any(c["target"] == backtest.FREE for c in result.calls), "no content-free question uncalibrated"
     ext = look.get("backtest", "success_extraversion")
     # ann, bob (high) and cat (low) are right; dan is at 0.5 (no side); eve said one line (left out)
     assert ext.value == 1.0 and ext.details["n"] == 3 and ext.details["constant_guess"] == pytest.approx(2 / 3)
@@ -95,8 +98,9 @@ def test_the_backtest_needs_a_run():
 
 
 class LeaningJudge(AnsweringBackend):
-    """Names the high pole of extraversion for everybody, but surer for lines with "!"; on every
-    other factor it cannot tell anyone apart (the same probability for all)."""
+    """Names the high pole of extraversion for everybody, but surer for lines with "!" (and
+    with nothing to read, 0.6); on every other factor it cannot tell anyone apart (the same
+    probability for all)."""
 
     name = "judge"
     model_id = "leaning-v1"
@@ -105,7 +109,8 @@ class LeaningJudge(AnsweringBackend):
         text = req.messages[-1]["content"]
         first = re.search(r"^1\. (.*)$", text, re.M).group(1)
         if req.purpose.startswith("bt_extraversion"):
-            p_high = 0.9 if "!" in text.split("</behaviour>")[0] else 0.6
+            said = text.split("</behaviour>")[0]
+            p_high = 0.9 if "!" in said else 0.6 if '"N/A"' in said else 0.55
             first_is_high = "people" in first
         else:
             p_high, first_is_high = 0.7, req.purpose.endswith("_1")
@@ -119,8 +124,17 @@ def test_the_auc_tells_a_leaning_judge_from_lines_that_show_nothing(tmp_path):
     judge = LeaningJudge()
     result = engine.evaluate(ts, judge, judge, EvalOptions(suites=("backtest",), bootstrap=200))
     look = report.Lookup(result.metrics)
-    # everyone is read as outgoing: the two written low are failures, so the share is at chance ...
-    assert look.value("backtest", "success_extraversion") == pytest.approx(0.5)
+    # everyone is read as outgoing: in the raw answers the two written low are failures, so the share is at
+    # chance ...
+    assert look.value("backtest", "uncalibrated_success_extraversion") == pytest.approx(0.5)
+    # ... and measured from what the judge answers with nothing to read (0.6), the quiet two read low
+    assert look.value("backtest", "success_extraversion") == pytest.approx(1.0)
+    free = [c for c in result.calls if c["target"] == backtest.FREE]
+    assert len(free) == 10, "one content-free question per factor and order, shared by everyone"
+    assert all('"N/A"' in json.loads(c["messages"])[-1]["content"] for c in free)
+    ann = look.get("backtest", "p_high_extraversion", "run/ann")
+    assert ann.details["p_high_raw"] == pytest.approx(0.9) and ann.value == pytest.approx(0.9 / 0.6 / (
+        0.9 / 0.6 + 0.1 / 0.4))
     # ... yet the judge's probabilities put both outgoing people above both reserved ones
     auc = look.get("backtest", "auc_extraversion")
     assert auc.value == pytest.approx(1.0) and auc.details["n"] == 4

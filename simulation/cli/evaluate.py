@@ -44,8 +44,9 @@ def eval_(
     items: Annotated[Optional[int], typer.Option(
         min=1, max=50, help="bigfive: IPIP items per agent (default all 50)")] = None,
     calibrate: Annotated[bool, typer.Option(
-        "--calibrate/--no-calibrate", help="bigfive: divide each item's answer by the item's content-free "
-        "answer (persona blanked), as the town's choices are")] = True,
+        "--calibrate/--no-calibrate", help="bigfive, forcedchoice: divide each item's answer by the item's "
+        "content-free answer (persona blanked), as the town's choices are; backtest: each judgement by the "
+        "judge's answer with the lines blanked")] = True,
     settings: Annotated[int, typer.Option(min=1, max=20, help="personagym: settings per agent")] = 2,
     questions: Annotated[int, typer.Option(min=1, max=10, help="personagym: questions per task and setting")] = 1,
     max_items: Annotated[int, typer.Option(

@@ -20,6 +20,14 @@ written low. A small judge leans to one side for everybody, which the success sh
 failures on that factor's other pole; the AUC shows whether its probabilities still order people
 the right way (0.5: they do not), so "the lines show nothing" and "the judge leans" are told apart.
 The success share stays the goal's figure: the AUC uses the written sides of the whole group.
+
+Calibrated (the default; ``--no-calibrate`` scores the raw answers, kept beside as ``p_high_raw``
+and ``uncalibrated_success``): each factor's question in each order is also asked once with the lines
+blanked ("N/A", Zhao et al.'s content-free input, "Calibrate Before Use", 2021), and the judge's two
+probabilities are divided by that answer's before the orders are averaged. The 1.5B judge read
+nearly everyone as careless (conscientiousness written high: 2 of 13 judged high, step 12's lines),
+a lean that is the descriptions' pull on the judge, not the person's lines; the calibration takes
+out what the judge answers with nothing to read, and leaves the order of people (the AUC) as it was.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simulation.cognition.calibrate import BLANK, calibrated
 from simulation.evaluation import prompts
 from simulation.evaluation.interview import questionnaire
 from simulation.evaluation.ipip import FACTORS
@@ -44,6 +53,8 @@ MAX_LINES = 30
 MIN_LINES = 2
 NO_SIDE = 0.05
 """A factor within this of 0.5 was not written to either side."""
+FREE = "content-free"
+Baseline = list[float] | None
 _QUOTE = re.compile(r'^[^:"]{1,120}:\s*"(.*)"\s*$', re.S)
 
 
@@ -82,8 +93,15 @@ class Judged:
     factor: str
     written: float
     p_high: float | None
-    """The judge's probability for the high pole, averaged over both orders (None: not scored)."""
+    """The judge's probability for the high pole, averaged over both orders (None: not scored);
+    calibrated against the content-free answer unless calibration is off."""
     call_ids: list[int | None] = field(default_factory=list)
+    p_high_raw: float | None = None
+    """The same from the raw answers."""
+
+    @property
+    def predicted_raw(self) -> str | None:
+        return _pole(self.p_high_raw)
 
     @property
     def truth(self) -> str | None:
@@ -91,13 +109,23 @@ class Judged:
 
     @property
     def predicted(self) -> str | None:
-        return None if self.p_high is None or self.p_high == 0.5 else ("high" if self.p_high > 0.5 else "low")
+        return _pole(self.p_high)
 
     @property
     def success(self) -> bool | None:
         if self.truth is None or self.predicted is None:
             return None
         return self.truth == self.predicted
+
+    @property
+    def success_raw(self) -> bool | None:
+        if self.truth is None or self.predicted_raw is None:
+            return None
+        return self.truth == self.predicted_raw
+
+
+def _pole(p_high: float | None) -> str | None:
+    return None if p_high is None or p_high == 0.5 else ("high" if p_high > 0.5 else "low")
 
 
 @dataclass
@@ -107,34 +135,64 @@ class Result:
     items: list[Judged]
 
 
+def _judged(targets: list[Target]) -> bool:
+    return any(len(lines_of(t)) >= MIN_LINES for t in targets)
+
+
 def planned(session: Session, targets: list[Target]) -> int:
-    return sum(2 * len(FACTORS) for t in targets if len(lines_of(t)) >= MIN_LINES)
+    free = 2 * len(FACTORS) if session.options.calibrate and _judged(targets) else 0
+    return sum(2 * len(FACTORS) for t in targets if len(lines_of(t)) >= MIN_LINES) + free
 
 
-async def _factor(session: Session, t: Target, lines: list[str], factor: str) -> Judged:
+def _messages(lines: list[str], factor: str, order: int) -> list[dict[str, str]]:
     low, high = poles(factor)
-    ps, ids = [], []
-    for order, (first, second) in enumerate(((low, high), (high, low))):
-        msgs = prompts.judge_messages("backtest_judge.j2", lines=lines, first=first, second=second)
-        rating = await session.ask_rating("judge", t.key, msgs, ["1", "2"], [0.0, 1.0], default=0.5,
-                                          purpose=f"bt_{factor}_{order}")
+    first, second = (low, high) if order == 0 else (high, low)
+    return prompts.judge_messages("backtest_judge.j2", lines=lines, first=first, second=second)
+
+
+async def _free(session: Session, factor: str, order: int) -> Baseline:
+    """What the judge answers with nothing to read: the lines blanked."""
+    rating = await session.ask_rating("judge", FREE, _messages([BLANK], factor, order), ["1", "2"], [0.0, 1.0],
+                                      default=0.5, purpose=f"bt_{factor}_{order}_free")
+    return rating.probabilities if rating.ok and not rating.sampled else None
+
+
+def _high(probabilities: list[float], order: int) -> float:
+    """The probability of the high pole, which stands second in order 0 and first in order 1."""
+    return probabilities[1] if order == 0 else probabilities[0]
+
+
+async def _factor(session: Session, t: Target, lines: list[str], factor: str,
+                  free: dict[tuple[str, int], asyncio.Future[Baseline]]) -> Judged:
+    cal, raw, ids = [], [], []
+    for order in (0, 1):
+        rating = await session.ask_rating("judge", t.key, _messages(lines, factor, order), ["1", "2"], [0.0, 1.0],
+                                          default=0.5, purpose=f"bt_{factor}_{order}")
         ids.append(rating.call_id)
         if rating.ok and rating.probabilities:
-            p_second = rating.probabilities[1]
-            ps.append(p_second if order == 0 else 1 - p_second)
-    return Judged(factor, getattr(t.persona.big_five, factor), sum(ps) / len(ps) if ps else None, ids)
+            baseline = await free[factor, order] if (factor, order) in free else None
+            raw.append(_high(rating.probabilities, order))
+            cal.append(_high(calibrated(rating.probabilities, baseline), order))
+    def mean(ps: list[float]) -> float | None:
+        return sum(ps) / len(ps) if ps else None
+    return Judged(factor, getattr(t.persona.big_five, factor), mean(cal), ids, mean(raw))
 
 
-async def evaluate(session: Session, t: Target) -> Result:
+async def evaluate(session: Session, t: Target, free: dict[tuple[str, int], asyncio.Future[Baseline]]) -> Result:
     lines = lines_of(t)
     if len(lines) < MIN_LINES:
         return Result(t.key, len(lines), [])
-    items = await asyncio.gather(*(_factor(session, t, lines, f) for f in FACTORS))
+    items = await asyncio.gather(*(_factor(session, t, lines, f, free) for f in FACTORS))
     return Result(t.key, len(lines), list(items))
 
 
 async def run(session: Session, targets: list[Target]) -> list[Result]:
-    return list(await asyncio.gather(*(evaluate(session, t) for t in targets)))
+    """Every judged person's factors in both orders, and (calibrated) each factor's and order's one
+    content-free question, shared by everyone."""
+    free: dict[tuple[str, int], asyncio.Future[Baseline]] = {}
+    if session.options.calibrate and _judged(targets):
+        free = {(f, o): asyncio.ensure_future(_free(session, f, o)) for f in FACTORS for o in (0, 1)}
+    return list(await asyncio.gather(*(evaluate(session, t, free) for t in targets)))
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float | None, float | None]:
@@ -147,9 +205,11 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float | None, float | None]
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _share(items: list[Judged]) -> dict[str, float | int | None]:
-    scored = [i for i in items if i.success is not None]
-    k = sum(bool(i.success) for i in scored)
+def _share(items: list[Judged], raw: bool = False) -> dict[str, float | int | None]:
+    def success(i: Judged) -> bool | None:
+        return i.success_raw if raw else i.success
+    scored = [i for i in items if success(i) is not None]
+    k = sum(bool(success(i)) for i in scored)
     lo, hi = wilson(k, len(scored))
     highs = sum(i.truth == "high" for i in scored)
     guess = max(highs, len(scored) - highs) / len(scored) if scored else None
@@ -163,7 +223,8 @@ def metrics(session: Session, targets: list[Target], results: list[Result]) -> l
         for i in r.items:
             out.append(Metric(SUITE, f"p_high_{i.factor}", i.p_high, t.key, t.run_id, t.agent_id, {
                 "written": i.written, "truth": i.truth, "predicted": i.predicted, "success": i.success,
-                "lines": r.lines, "call_ids": i.call_ids}))
+                "p_high_raw": i.p_high_raw, "predicted_raw": i.predicted_raw, "success_raw": i.success_raw,
+                "calibrated": session.options.calibrate, "lines": r.lines, "call_ids": i.call_ids}))
         out.append(Metric(SUITE, "lines", float(r.lines), t.key, t.run_id, t.agent_id,
                           {"judged": bool(r.items), "min_lines": MIN_LINES}))
     return out
@@ -213,11 +274,17 @@ def aggregate(session: Session, results: list[Result], scope: str, run_id: str |
         out.append(Metric(SUITE, f"auc_{f}", est.value, None, run_id, None, {"scope": scope, **est.as_dict()}))
     overall = _share(items)
     out.append(Metric(SUITE, "success", overall.pop("value"), None, run_id, None, {"scope": scope, **overall,
-               "people": sum(bool(r.items) for r in results), "too_few_lines": sum(not r.items for r in results)}))
+               "people": sum(bool(r.items) for r in results), "too_few_lines": sum(not r.items for r in results),
+               "calibrated": session.options.calibrate}))
+    raw = _share(items, raw=True)
+    out.append(Metric(SUITE, "uncalibrated_success", raw.pop("value"), None, run_id, None, {"scope": scope, **raw}))
     for f in FACTORS:
         mine = [i for i in items if i.factor == f]
         share = _share(mine)
         out.append(Metric(SUITE, f"success_{f}", share.pop("value"), None, run_id, None, {"scope": scope, **share}))
+        raw = _share(mine, raw=True)
+        out.append(Metric(SUITE, f"uncalibrated_success_{f}", raw.pop("value"), None, run_id, None,
+                          {"scope": scope, **raw}))
         for pole in ("low", "high"):
             share = _share([i for i in mine if i.truth == pole])
             out.append(Metric(SUITE, f"success_{f}_{pole}", share.pop("value"), None, run_id, None,

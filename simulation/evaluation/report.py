@@ -247,15 +247,18 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
                   "intervals; the constant guess always names the side most people were written on. AUC: the chance "
                   "that someone written high gets a higher probability of the high pole than someone written low "
                   "(0.5: the judge's probabilities do not order people; bootstrap 95 % interval over people), "
-                  "so a judge that leans one way for everybody is told apart from lines that show nothing.", "",
-                  "| factor | success | written low | written high | constant guess | AUC |",
-                  "|---|---|---|---|---|---|"]
+                  "so a judge that leans one way for everybody is told apart from lines that show nothing. "
+                  "Calibrated (unless --no-calibrate): the judge's answers divided by its answer with the lines "
+                  "blanked; the raw answers' success beside.", "",
+                  "| factor | success | written low | written high | raw answers' success | constant guess | AUC |",
+                  "|---|---|---|---|---|---|---|"]
         for f in (*FACTORS, None):
             key = f"success_{f}" if f else "success"
             m = look.get("backtest", key)
             lines.append(f"| {f or '**all factors**'} | {_ci(m)} ({m.details.get('n', 0) if m else 0} judged) | "
                          f"{_ci(look.get('backtest', f'{key}_low')) if f else ''} | "
                          f"{_ci(look.get('backtest', f'{key}_high')) if f else ''} | "
+                         f"{_ci(look.get('backtest', f'uncalibrated_{key}'))} | "
                          f"{_fmt(m.details.get('constant_guess') if m else None)} | "
                          f"{_ci(look.get('backtest', f'auc_{f}' if f else 'auc'))} |")
         everyone = look.get("backtest", "success")

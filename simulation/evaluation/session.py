@@ -30,8 +30,9 @@ class EvalOptions:
     items: int | None = None
     """IPIP items asked per agent (None = all 50; the first n, balanced over factors for multiples of 5)."""
     calibrate: bool = True
-    """bigfive: divide each item's probabilities by those of the item asked with the persona blanked
-    (its content-free answer, one per item) before the expected value; False scores the raw answers."""
+    """bigfive and forcedchoice: divide each item's probabilities by those of the item asked with the
+    persona blanked (its content-free answer, one per item) before the expected value; backtest: each
+    judgement's by the judge's answer with the lines blanked; False scores the raw answers."""
     settings: int = 2
     """PersonaGym settings per agent."""
     questions: int = 1
