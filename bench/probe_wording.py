@@ -70,7 +70,8 @@ class Probe:
 
     def ask(self, wording: str | dict, seed: int) -> LLMRequest:
         """The run's own call with its last instruction replaced and another seed; a wording with
-        ``date_only`` also says only the day in the situation, not the hour, the place and what is there."""
+        ``date_only`` also says only the day in the situation, not the hour, the place and what is there;
+        one with ``temperature`` asks at that temperature instead of the run's (0: the model's most likely answer)."""
         spec = wording if isinstance(wording, dict) else {"instruction": wording}
         first = ASKED.search(self.messages[-2]["content"] if len(self.messages) > 1 else "")
         text = spec["instruction"].format(first=first.group(1) if first else "they")
@@ -78,7 +79,8 @@ class Probe:
         if spec.get("date_only"):
             msgs[-1]["content"] = NOW.sub(r"It is \1.\n", msgs[-1]["content"], count=1)
         msgs.append({"role": "user", "content": text})
-        return LLMRequest(messages=msgs, seed=seed, **self.request)
+        request = {**self.request, **({"temperature": spec["temperature"]} if "temperature" in spec else {})}
+        return LLMRequest(messages=msgs, seed=seed, **request)
 
     def score(self, answer: str, ok: bool = True) -> str:
         return score_answer(self.reader, answer, self.question, self.details, self.when, self.aware, ok=ok).verdict
@@ -105,6 +107,11 @@ def probes(run_db: Path) -> list[Probe]:
                           "max_tokens": max_tokens, "purpose": "probe_wording", "agent_id": agent},
                          reader, facts.get(fact_id, ()), date.fromisoformat(sim_time[:10]), answer or "", seed))
     return out
+
+
+def greedy(wording: str | dict) -> bool:
+    """Whether a wording asks at temperature 0, where every sample is the same answer."""
+    return isinstance(wording, dict) and wording.get("temperature") == 0
 
 
 def parse(text: str) -> tuple[str, bool]:
@@ -142,8 +149,10 @@ def main() -> int:
     console = Console()
     # one probe's wordings and samples side by side: they share the prompt up to the last instruction,
     # which the backend's prefix cache then evaluates once
+    # at temperature 0 every sample is the first: asked once, counted for each
     requests = [(w, i, k, p.ask(wordings[w], p.seed + k))
-                for i, p in enumerate(rows) for w in names for k in range(args.samples)]
+                for i, p in enumerate(rows) for w in names for k in range(args.samples)
+                if k == 0 or not greedy(wordings[w])]
     verdicts: dict[tuple[str, int, int], str] = {}
     answers: dict[tuple[str, int, int], str] = {}
     with Progress(console=console) as bar:
@@ -156,6 +165,10 @@ def main() -> int:
                 verdicts[w, i, k] = rows[i].score(text, ok)
                 answers[w, i, k] = text
             bar.advance(task, len(chunk))
+    for w in filter(lambda w: greedy(wordings[w]), names):
+        for i in range(len(rows)):
+            for k in range(1, args.samples):
+                verdicts[w, i, k], answers[w, i, k] = verdicts[w, i, 0], answers[w, i, 0]
     backend.close()
     same = sum(answers[names[0], i, 0] == p.answer for i, p in enumerate(rows))
     console.print(f"check: {same} of {len(rows)} first samples of '{names[0]}' equal the run's stored answer")

@@ -106,7 +106,8 @@ class FakeMind:
         return list(self.known)
 
     # the LLM
-    async def ask(self, me, messages, schema, *, default, purpose, max_tokens, check=None, script=None):
+    async def ask(self, me, messages, schema, *, default, purpose, max_tokens, check=None, script=None,
+                  temperature=None):
         self.asked.append(Asked(me.id, str(purpose), messages))
         answer = self.answers.get(str(purpose))
         value = default if answer is None else answer(schema, default)

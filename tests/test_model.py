@@ -288,7 +288,15 @@ def test_with_recognition_on_a_person_whose_memories_are_unlike_a_news_question_
     assert " is at " not in situation and "There: " not in situation, "nor the place she is at, whose name and " \
         "hour a model gave as the happening's"
     assert "how Isabella knows" in prompt[-1]["content"], "the host, whom nobody told, is asked how she knows"
+    temps = {(r["purpose"].startswith("probe"), r["temperature"]) for r in rows(
+        run, "select purpose, temperature from llm_calls where options is null")}  # words, not scored choices
+    assert temps == {(True, 0.0), (False, 0.7)}, "a probe takes the most likely answer; the town's words are drawn"
     assert any(p["answer"] == NOT_HEARD for p in party.values()), "at 07:20 most of the town has not heard"
+    talked = next(p for p in probes if p["fact_id"] is None and p["agent_id"] == host["agent_id"])
+    open_prompt = json.loads(rows(run, "select messages from llm_calls where id = ?",
+                                  (talked["llm_call_id"],))[0]["messages"])
+    assert "where and when" not in open_prompt[-1]["content"], "a question that is not about news is not asked " \
+        "where and when 'it' is"
 
 
 @pytest.mark.parametrize("agent_id", ["isabella_rodriguez", "theo_lindqvist"])

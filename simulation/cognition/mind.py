@@ -74,6 +74,9 @@ class MindSettings:
     recognition_margin: float | None = None
     """Recognition relative to the question: how much more like it than the town's seeded memories
     (``Mind.backstory_similarity``) a person's memory must be (``cognition.recognition_margin``)."""
+    probe_temperature: float | None = 0.0
+    """The temperature a probe's answer is asked at (``cognition.probe_temperature``); None: the
+    model's own, as every other question."""
 
 
 NOTES = ("deciding", "talking", "conversations")
@@ -167,9 +170,9 @@ class Mind(Protocol):
     # the LLM
     async def ask(self, me: AgentState, messages: list[dict[str, str]], schema: type[T], *, default: T,
                   purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None,
-                  script: str | None = None) -> Answer[T]:
+                  script: str | None = None, temperature: float | None = None) -> Answer[T]:
         """A structured question (``LLMClient.ask``); ``script`` is the engine's own answer, which only
-        the no-LLM control reads."""
+        the no-LLM control reads; ``temperature``: asked at this one instead of the model's."""
         ...
     async def ask_rating(self, me: AgentState, messages: list[dict[str, str]], options: Sequence[str],
                          values: Sequence[float], *, default: float, purpose: str) -> Rating:

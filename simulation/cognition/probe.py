@@ -13,7 +13,8 @@ saying what the person remembers (where and when it is, and how they know: who t
 own plan; if nothing they remember is about it, they say so), under a situation that says only the
 day: the hour and the place they are at, the 1.5B gave as the happening's (docs/behaviour.md, step 12).
 Another question ("Who did you talk to today?") is answered from the memories retrieval
-brings back.
+brings back, asked only to answer from them: the news question's "where and when it is, and how
+they know" made the 1.5B answer "Who did you talk to?" with the day's plan.
 
 The threshold follows the question: how like a memory must be depends on the wording (of the
 same people on step 7's runs, 79-86 % of the aware reached 0.46 on "Do you know of a
@@ -93,7 +94,8 @@ async def answer_probe(me: AgentState, mind: Mind, question: str, index: int,
                                           default=True)
         if not heard:
             return NOT_HEARD, True, call_id
-    msgs = prompts.messages(me.system_prompt, "probe.j2", **ctx, question=question, day_only=True)
+    msgs = prompts.messages(me.system_prompt, "probe.j2", **ctx, question=question, day_only=True, news=recognise)
     answer = await mind.ask(me, msgs, ProbeAnswer, default=ProbeAnswer(answer="(no usable answer)"),
-                            purpose=probe_purpose(index), max_tokens=96)
+                            purpose=probe_purpose(index), max_tokens=96,
+                            temperature=mind.settings.probe_temperature)
     return answer.value.answer, answer.ok, answer.call_id

@@ -189,6 +189,7 @@ class LLMClient:
         check: Callable[[T], str | None] | None = None,
         script: str | None = None,
         group: str | None = None,
+        temperature: float | None = None,
     ) -> Answer[T]:
         """One structured question. Never raises for a bad answer: returns ``default`` instead.
 
@@ -196,7 +197,7 @@ class LLMClient:
         echoes the last line) and may repair it in place; a reason it returns counts as a
         parse failure and is retried. ``script`` is the engine's own answer, for the no-LLM
         control only (``LLMRequest.script``). It goes to ``agent_id``'s model group, or to
-        ``group``'s when given (``route``)."""
+        ``group``'s when given (``route``), at the route's temperature unless ``temperature`` is given."""
         schema = _schema(model)
         route = self.route(agent_id, group)
         text, prompt = "", messages
@@ -206,7 +207,7 @@ class LLMClient:
                 messages=prompt,
                 json_schema=schema,
                 max_tokens=min(max_tokens or route.max_tokens, route.max_tokens),
-                temperature=route.temperature,
+                temperature=route.temperature if temperature is None else temperature,
                 seed=derive_seed(self.run_seed, agent_id, tick, purpose, attempt),
                 purpose=purpose,
                 agent_id=agent_id,

@@ -71,7 +71,7 @@ class RunSettings:
             reactions_per_hour=cog.reactions_per_hour, choices=cog.choices, temperature=self.llm.temperature,
             calibrate=cog.calibrate, talk_prior=cog.talk_prior, seek=cog.seek, planning=cog.planning,
             recognition=cog.recognition, recognition_margin=cog.recognition_margin,
-            recognition_unit=cog.recognition_unit,
+            recognition_unit=cog.recognition_unit, probe_temperature=cog.probe_temperature,
         )
 
 

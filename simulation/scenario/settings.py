@@ -95,6 +95,11 @@ class CognitionSettings(StrictModel):
         "person's closest memory must be. It depends on the question's wording (0.46 was chosen on the two bundled "
         "scenarios' questions; 'Have you heard of any party happening soon?' needs 0.33). Not with "
         "recognition_margin set explicitly")
+    probe_temperature: float | None = Field(
+        0.0, ge=0, le=2, description="the temperature a probe's answer is asked at (the end-of-run questions; "
+        "cognition/probe.py): 0 takes the person's most likely answer instead of a draw, as an interview should "
+        "(on the 1.5B a draw at 0.7 said 'I do not know' with the news in front of it; docs/behaviour.md, issue 33 "
+        "step 13); null: llm.temperature, as every other question")
     planning: bool = Field(
         True, description="false: nobody is asked for a day's plan; everyone keeps their usual day from their "
         "routine, with the happenings they accepted an invitation to in it, as the background crowd does (the "

@@ -139,9 +139,10 @@ class TownMind:
     # the LLM
     async def ask(self, me: AgentState, messages: list[dict[str, str]], schema: type[T], *, default: T,
                   purpose: str, max_tokens: int, check: Callable[[T], str | None] | None = None,
-                  script: str | None = None) -> Answer[T]:
+                  script: str | None = None, temperature: float | None = None) -> Answer[T]:
         return await self._llm.ask(messages, schema, default=default, purpose=purpose, agent_id=me.id,
-                                   tick=self._moment.tick, max_tokens=max_tokens, check=check, script=script)
+                                   tick=self._moment.tick, max_tokens=max_tokens, check=check, script=script,
+                                   temperature=temperature)
 
     async def ask_rating(self, me: AgentState, messages: list[dict[str, str]], options: Sequence[str],
                          values: Sequence[float], *, default: float, purpose: str) -> Rating:
