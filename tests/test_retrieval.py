@@ -207,7 +207,7 @@ def test_a_question_waits_for_the_phases_retrievals_so_the_phase_is_one_llm_batc
     async def question(agent, retrieve: bool):
         me = agent.state
         ctx = await context(me, m.mind, "the party", "probe") if retrieve else situation(me, m.mind)
-        msgs = prompts.messages(me.system_prompt, "probe.j2", **ctx, question="Any news?")
+        msgs = prompts.messages(me.system_prompt, "probe.j2", **ctx, question="Any news?", news=True)
         return await m.mind.ask(me, msgs, ProbeAnswer, default=ProbeAnswer(answer="-"), purpose="probe0",
                                 max_tokens=20)
 
