@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import sqlite3
 import sys
 from pathlib import Path
@@ -32,14 +31,12 @@ from simulation.llm.scoring import ScoredOptions  # noqa: E402
 from simulation.llm.types import LLMRequest  # noqa: E402
 
 
-def softmax(logprobs: list[float]) -> list[float]:
-    top = max(logprobs)
-    weights = [math.exp(x - top) for x in logprobs]
-    return [w / sum(weights) for w in weights]
+def probabilities(completion: str) -> list[float]:
+    return ScoredOptions.from_text(completion, 2).probabilities()
 
 
-def high(probabilities: list[float], order: int) -> float:
-    return probabilities[1] if order == 0 else probabilities[0]
+def mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def main() -> int:
@@ -49,15 +46,15 @@ def main() -> int:
     ap.add_argument("--context", type=int, default=2048)
     args = ap.parse_args()
     con = sqlite3.connect(f"file:{args.report / 'eval.db'}?mode=ro", uri=True)
-    logprobs = {i: json.loads(c)["logprobs"] for i, c in con.execute(
+    answers = {i: probabilities(c) for i, c in con.execute(
         "select id, completion from llm_calls where purpose like 'bt_%' and parse_ok = 1")}
     from simulation.llm.llamacpp import LlamaCppBackend
 
     judge = LlamaCppBackend(model=args.judge_model, context_tokens=args.context)
     asked = [(f, o) for f in FACTORS for o in (0, 1)]
-    requests = [LLMRequest(messages=backtest._messages([BLANK], f, o), options=["1", "2"], max_tokens=1,
+    requests = [LLMRequest(messages=backtest.question([BLANK], f, o), options=["1", "2"], max_tokens=1,
                            temperature=0.0, seed=0, purpose=f"bt_{f}_{o}_free") for f, o in asked]
-    free = {k: softmax(ScoredOptions.from_text(c.text, 2).logprobs) for k, c in zip(asked, judge.generate(requests))}
+    free = {k: probabilities(c.text) for k, c in zip(asked, judge.generate(requests))}
     judge.close()
     rows = [r for r in csv.DictReader((args.report / "results.csv").open()) if r["metric"].startswith("p_high_")]
     print("| factor | content-free P(high), orders 1 / 2 | raw answers | calibrated |\n|---|---|---|---|")
@@ -66,19 +63,20 @@ def main() -> int:
         counts = {"raw": [0, 0], "cal": [0, 0]}
         for r in rows:
             d = json.loads(r["details"])
-            if r["metric"] != f"p_high_{f}" or d["truth"] is None:
+            if r["metric"] != f"p_high_{f}":
                 continue
-            got = [(o, softmax(logprobs[c])) for o, c in enumerate(d["call_ids"]) if c in logprobs]
-            for name, ps in (("raw", [high(p, o) for o, p in got]),
-                             ("cal", [high(calibrated(p, free[f, o]), o) for o, p in got])):
-                mean = sum(ps) / len(ps) if ps else 0.5
-                if mean != 0.5:
-                    counts[name][0] += ("high" if mean > 0.5 else "low") == d["truth"]
+            got = [(o, answers[c]) for o, c in enumerate(d["call_ids"]) if c in answers]
+            raw = [backtest.high_pole(p, o) for o, p in got]
+            cal = [backtest.high_pole(calibrated(p, free[f, o]), o) for o, p in got]
+            judged = backtest.Judged(f, d["written"], mean(cal), p_high_raw=mean(raw))
+            for name, success in (("raw", judged.success_raw), ("cal", judged.success)):
+                if success is not None:
+                    counts[name][0] += success
                     counts[name][1] += 1
         for name, (k, n) in counts.items():
             total[name][0] += k
             total[name][1] += n
-        print(f"| {f} | {high(free[f, 0], 0):.2f} / {high(free[f, 1], 1):.2f} | "
+        print(f"| {f} | {backtest.high_pole(free[f, 0], 0):.2f} / {backtest.high_pole(free[f, 1], 1):.2f} | "
               + " | ".join(f"{k}/{n} = {k / n:.2f}" if n else "-" for k, n in counts.values()) + " |")
     print("| **all** | | " + " | ".join(f"{k}/{n} = {k / n:.2f}" for k, n in total.values()) + " |")
     return 0

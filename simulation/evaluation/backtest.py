@@ -144,7 +144,7 @@ def planned(session: Session, targets: list[Target]) -> int:
     return sum(2 * len(FACTORS) for t in targets if len(lines_of(t)) >= MIN_LINES) + free
 
 
-def _messages(lines: list[str], factor: str, order: int) -> list[dict[str, str]]:
+def question(lines: list[str], factor: str, order: int) -> list[dict[str, str]]:
     low, high = poles(factor)
     first, second = (low, high) if order == 0 else (high, low)
     return prompts.judge_messages("backtest_judge.j2", lines=lines, first=first, second=second)
@@ -152,12 +152,12 @@ def _messages(lines: list[str], factor: str, order: int) -> list[dict[str, str]]
 
 async def _free(session: Session, factor: str, order: int) -> Baseline:
     """What the judge answers with nothing to read: the lines blanked."""
-    rating = await session.ask_rating("judge", FREE, _messages([BLANK], factor, order), ["1", "2"], [0.0, 1.0],
+    rating = await session.ask_rating("judge", FREE, question([BLANK], factor, order), ["1", "2"], [0.0, 1.0],
                                       default=0.5, purpose=f"bt_{factor}_{order}_free")
     return rating.probabilities if rating.ok and not rating.sampled else None
 
 
-def _high(probabilities: list[float], order: int) -> float:
+def high_pole(probabilities: list[float], order: int) -> float:
     """The probability of the high pole, which stands second in order 0 and first in order 1."""
     return probabilities[1] if order == 0 else probabilities[0]
 
@@ -166,13 +166,13 @@ async def _factor(session: Session, t: Target, lines: list[str], factor: str,
                   free: dict[tuple[str, int], asyncio.Future[Baseline]]) -> Judged:
     cal, raw, ids = [], [], []
     for order in (0, 1):
-        rating = await session.ask_rating("judge", t.key, _messages(lines, factor, order), ["1", "2"], [0.0, 1.0],
+        rating = await session.ask_rating("judge", t.key, question(lines, factor, order), ["1", "2"], [0.0, 1.0],
                                           default=0.5, purpose=f"bt_{factor}_{order}")
         ids.append(rating.call_id)
         if rating.ok and rating.probabilities:
             baseline = await free[factor, order] if (factor, order) in free else None
-            raw.append(_high(rating.probabilities, order))
-            cal.append(_high(calibrated(rating.probabilities, baseline), order))
+            raw.append(high_pole(rating.probabilities, order))
+            cal.append(high_pole(calibrated(rating.probabilities, baseline), order))
     def mean(ps: list[float]) -> float | None:
         return sum(ps) / len(ps) if ps else None
     return Judged(factor, getattr(t.persona.big_five, factor), mean(cal), ids, mean(raw))
@@ -292,4 +292,4 @@ def aggregate(session: Session, results: list[Result], scope: str, run_id: str |
     return out
 
 
-__all__ = ["SUITE", "lines_of", "poles", "run", "wilson"]
+__all__ = ["SUITE", "Judged", "high_pole", "lines_of", "poles", "question", "run", "wilson"]
