@@ -300,17 +300,6 @@ class LlamaCppBackend:
         grammar = self._grammar(req.json_schema) if req.json_schema else None
         return Sampler(self._llm._model.vocab, self._llm.n_vocab(), grammar, req.temperature, req.seed)
 
-    def _slots(self, prompts: list[tuple[list[int], tuple[int, ...]]]) -> list[int]:
-        """A sequence for each prompt: the free one already holding most of it, else the first free."""
-        free = list(range(self.seqs.n_seq))
-        chosen = []
-        for tokens, bounds in prompts:
-            held = [self.prefix.held(k, tokens, bounds) for k in free]
-            k = free[held.index(max(held))]
-            free.remove(k)
-            chosen.append(k)
-        return chosen
-
     def _failed(self, started: float, exc: Exception) -> RawCompletion:
         return RawCompletion(text="", latency_s=time.perf_counter() - started, error=str(exc))
 
@@ -340,7 +329,7 @@ class LlamaCppBackend:
                 text=text, prompt_tokens=len(answer.prompt), completion_tokens=len(answer.tokens),
                 latency_s=time.perf_counter() - answer.started, finish_reason=reason))
 
-        for (index, req), (tokens, bounds), seq in zip(batch, prompts, self._slots(prompts)):
+        for (index, req), (tokens, bounds), seq in zip(batch, prompts, self.prefix.slots(prompts)):
             started = time.perf_counter()
             try:
                 if len(tokens) + req.max_tokens > seqs.n_ctx:

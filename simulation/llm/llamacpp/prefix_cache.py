@@ -175,6 +175,18 @@ class PrefixCache:
         self.bounds[seq] = bounds
         return reused
 
+    def slots(self, prompts: list[tuple[list[int], tuple[int, ...]]]) -> list[int]:
+        """A sequence for each prompt of a batch (at most ``n_seq``): the free one already
+        holding most of it, else the first free."""
+        free = list(range(self.seqs.n_seq))
+        chosen = []
+        for tokens, bounds in prompts:
+            held = [self.held(k, tokens, bounds) for k in free]
+            k = free[held.index(max(held))]
+            free.remove(k)
+            chosen.append(k)
+        return chosen
+
     def held(self, seq: int, tokens: list[int], bounds: tuple[int, ...]) -> int:
         """The longest boundary up to which ``seq`` already holds these pieces canonically (0 if none)."""
         held = self.seqs.held[seq]

@@ -1,0 +1,225 @@
+"""What a run's prompts cost the llama.cpp backend, counted without a model: evaluated prompt tokens
+per person per game hour, by question.
+
+    .venv/bin/python bench/reuse.py RUN [RUN ...] [--model PATH|measure] [--sequences 8] [--cache-mb 3072]
+
+RUN is a run directory or its run.db. Why this exists: issue 34's lever is the prompt layout (what
+is stable first, in messages of its own, so that a person's calls share a growing prefix), and
+what a layout saves is decided by tokens, not by decoding. A day on the 1.5B takes hours of CPU to
+decode; tokenizing its calls takes seconds. So every call of the run is replayed, in tick order,
+through the backend's own ``PrefixCache`` (the same class: the same pieces, the same saved states
+at the persona and at the last boundary, the same byte-bounded LRUs, the same choice of sequence)
+over a stand-in for the llama.cpp sequences that keeps tokens and never decodes. What it prints is
+what the backend would have counted (``TokenCounts``), if the requests reached it in these batches.
+
+Where it is an approximation, and which way: a run does not record its batches, so the calls of
+one tick and one purpose count as one batch (the client may have sent two purposes together; it
+never splits one). Calls answered from the replay cache count as made: the figure is the layout's
+cost on a cold run. A scripted control run (``--backend control``) has the engine's prompts and
+the script's answers, so its figures are the layout's, not a model's town. ``tests/test_reuse.py``
+checks the count against the real backend's on the bundled model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import sqlite_utils  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from simulation.llm.llamacpp.backend import PREFIX_CACHE_MB, SEQUENCES, _vocab_chat, bundled_model_path  # noqa: E402
+from simulation.llm.llamacpp.chat_format import ChatFormat  # noqa: E402
+from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts  # noqa: E402
+
+MEASURE_MODEL = ROOT / ".cache" / "measure-model" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+
+__all__ = ["Call", "TokenSequences", "calls_of", "count", "kv_bytes_per_token"]
+
+
+class _Size:
+    """A saved state's stand-in: only its size in bytes (what the shelves budget by)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class TokenSequences:
+    """The part of ``Sequences`` that ``PrefixCache`` uses, keeping tokens only: ``eval`` appends,
+    ``save`` returns the state's size (``bytes_per_token`` a held token), ``restore`` puts the
+    tokens back."""
+
+    def __init__(self, n_seq: int, n_ctx: int, bytes_per_token: int):
+        self.n_seq = n_seq
+        self.n_ctx = n_ctx
+        self.bytes_per_token = bytes_per_token
+        self.held: list[list[int]] = [[] for _ in range(n_seq)]
+        self.evaluated = 0
+
+    def keep(self, seq: int, n: int) -> None:
+        del self.held[seq][n:]
+
+    def clear(self, seq: int | None = None) -> None:
+        for k in range(self.n_seq) if seq is None else [seq]:
+            self.held[k].clear()
+
+    def eval(self, seq: int, tokens: list[int], logits: bool = False) -> int:
+        self.held[seq].extend(tokens)
+        self.evaluated += len(tokens)
+        return 0
+
+    def save(self, seq: int, limit: int) -> _Size | None:
+        size = len(self.held[seq]) * self.bytes_per_token
+        return None if size > limit else _Size(size)
+
+    def restore(self, seq: int, data: Any, tokens: list[int]) -> bool:
+        self.held[seq] = list(tokens)
+        return True
+
+
+def kv_bytes_per_token(chat: ChatFormat) -> int:
+    """Bytes of KV cache a token takes in a f16 cache (what ``llama_state_seq_get_data`` copies),
+    from the GGUF's metadata: layers x KV heads x head size x 2 (K and V) x 2 bytes."""
+    meta = chat._llm.metadata
+    arch = meta.get("general.architecture", "llama")
+    layers = int(meta[f"{arch}.block_count"])
+    heads = int(meta[f"{arch}.attention.head_count"])
+    kv_heads = int(meta.get(f"{arch}.attention.head_count_kv", heads))
+    head = int(meta.get(f"{arch}.attention.key_length", int(meta[f"{arch}.embedding_length"]) // heads))
+    return layers * kv_heads * head * 2 * 2
+
+
+@dataclass
+class Call:
+    """One request of a run, as the backend saw it."""
+
+    tick: int
+    purpose: str
+    messages: list[dict[str, str]]
+    scored: bool
+    generated: int
+
+
+@dataclass
+class RunCost:
+    run: str
+    agents: int
+    game_hours: float
+    counts: TokenCounts
+    probes: TokenCounts = field(default_factory=TokenCounts)
+
+    @property
+    def per_person_hour(self) -> float:
+        return self.counts.evaluated / self.agents / self.game_hours
+
+
+def calls_of(db: sqlite_utils.Database) -> list[Call]:
+    rows = db.query("select tick, purpose, messages, options, completion_tokens from llm_calls order by id")
+    return [Call(r["tick"], r["purpose"], json.loads(r["messages"]), r["options"] is not None,
+                 r["completion_tokens"] or 0) for r in rows]
+
+
+def _batches(calls: list[Call]) -> list[list[Call]]:
+    """The calls of one tick and purpose, in the order the run made them."""
+    groups: dict[tuple[int, str], list[Call]] = {}
+    for call in calls:
+        groups.setdefault((call.tick, call.purpose), []).append(call)
+    return list(groups.values())
+
+
+def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: TokenCounts,
+          probes: TokenCounts | None = None) -> None:
+    """Replay ``calls`` through ``prefix`` as ``LlamaCppBackend.generate`` orders a batch: sorted by
+    the messages' JSON, scored questions first (in sequence 0), then the generated answers
+    ``n_seq`` at a time, each in the sequence ``PrefixCache.slots`` gives it."""
+    seqs = prefix.seqs
+    for batch in _batches(calls):
+        batch = sorted(batch, key=lambda c: json.dumps(c.messages))
+        scored = [c for c in batch if c.scored]
+        generated = [c for c in batch if not c.scored]
+        groups = [[c] for c in scored] + [generated[i:i + seqs.n_seq] for i in range(0, len(generated), seqs.n_seq)]
+        for group in groups:
+            prompts = [chat.pieces(c.messages) for c in group]
+            slots = [0] if group[0].scored else prefix.slots(prompts)
+            for call, (tokens, bounds), seq in zip(group, prompts, slots):
+                reused = prefix.prime(seq, tokens, bounds)
+                seqs.eval(seq, tokens[bounds[-1] if bounds else 0:])
+                target = probes if probes is not None and call.purpose.startswith("probe") else counts
+                target.count(len(tokens), reused, call.purpose)
+                target.generated += call.generated
+
+
+def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int) -> RunCost:
+    db_path = path / "run.db" if path.is_dir() else path
+    if not db_path.is_file():
+        raise SystemExit(f"{db_path}: no run.db here")
+    db = sqlite_utils.Database(db_path)
+    run = next(db["runs"].rows)
+    ticks = db.execute("select count(*) from ticks").fetchone()[0]
+    seqs = TokenSequences(sequences, 1 << 20, kv_bytes_per_token(chat))
+    prefix = PrefixCache(seqs, (cache_mb << 20) * 2 // 3, (cache_mb << 20) // 3)  # type: ignore[arg-type]
+    result = RunCost(run["run_id"], db["agents"].count, ticks * run["tick_minutes"] / 60, TokenCounts())
+    count(calls_of(db), chat, prefix, result.counts, result.probes)
+    return result
+
+
+def report(costs: list[RunCost], console: Console) -> None:
+    table = Table(title="evaluated prompt tokens (what the llama.cpp backend would decode), probes apart")
+    for col in ("run", "people", "game h", "calls", "prompt tok", "evaluated", "reused", "eval/person/h",
+                "probes eval"):
+        table.add_column(col, justify="right")
+    for c in costs:
+        t = c.counts
+        table.add_row(c.run, str(c.agents), f"{c.game_hours:g}", str(t.requests), f"{t.prompt:,}", f"{t.evaluated:,}",
+                      f"{t.reused / max(1, t.prompt):.0%}", f"{c.per_person_hour:,.0f}", f"{c.probes.evaluated:,}")
+    console.print(table)
+    by: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for c in costs:
+        for purpose, row in c.counts.by_purpose.items():
+            by[purpose] = [a + b for a, b in zip(by[purpose], row)]
+    pt = Table(title="by question, all runs together")
+    for col in ("purpose", "calls", "tokens per call", "evaluated per call", "reused", "share of evaluated"):
+        pt.add_column(col, justify="right")
+    total = sum(p - r for _, p, r in by.values()) or 1
+    for purpose, (n, p, r) in sorted(by.items(), key=lambda kv: -(kv[1][1] - kv[1][2])):
+        pt.add_row(purpose, str(n), f"{p / n:,.0f}", f"{(p - r) / n:,.0f}", f"{r / max(1, p):.0%}",
+                   f"{(p - r) / total:.0%}")
+    console.print(pt)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", type=Path, help="run directories or run.db files")
+    ap.add_argument("--model", default=None, help="the GGUF whose tokenizer and KV size to count with: a path, "
+                                                  "'measure' for the 1.5B measurement model (default: bundled)")
+    ap.add_argument("--sequences", type=int, default=SEQUENCES)
+    ap.add_argument("--cache-mb", type=int, default=PREFIX_CACHE_MB, help="saved prefix states' budget")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures here too")
+    args = ap.parse_args()
+    model = MEASURE_MODEL if args.model == "measure" else Path(args.model) if args.model else bundled_model_path()
+    chat = _vocab_chat(model)
+    console = Console(width=max(140, Console().width))
+    costs = [cost(p, chat, args.sequences, args.cache_mb) for p in args.runs]
+    report(costs, console)
+    if args.json:
+        args.json.write_text(json.dumps([{"run": c.run, "agents": c.agents, "game_hours": c.game_hours,
+                                          "per_person_hour": c.per_person_hour, **vars(c.counts),
+                                          "probes": vars(c.probes)} for c in costs], indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""bench/reuse.py counts what the llama.cpp backend evaluates without decoding: the count must be
+the real backend's, or a prompt layout measured with it would be measured wrong."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import reuse  # noqa: E402
+
+from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts  # noqa: E402
+from simulation.llm.types import LLMRequest  # noqa: E402
+
+
+def _persona(a: int) -> dict[str, str]:
+    return {"role": "system", "content": f"You are person {a}, a baker who likes long walks and talks. " * 6}
+
+
+def _calls() -> list[reuse.Call]:
+    """Three people over three ticks: a scored question, then a line whose context grows by one
+    message a tick (a live context), and a one-off question that shares only the persona."""
+    calls = []
+    for tick in range(3):
+        for a in range(3):
+            seen = [{"role": "user", "content": f"At {8 + t}:00 person {a} saw a neighbour {t}."} for t in range(tick + 1)]
+            calls.append(reuse.Call(tick, "aim", [_persona(a), *seen, {"role": "user", "content": "1 or 2?"}],
+                                    scored=True, generated=0))
+            calls.append(reuse.Call(tick, "utterance", [_persona(a), *seen, {"role": "user", "content": "Say hi."}],
+                                    scored=False, generated=0))
+            calls.append(reuse.Call(tick, "plan", [_persona(a), {"role": "user", "content": f"Plan hour {tick}."}],
+                                    scored=False, generated=0))
+    return calls
+
+
+def _simulated(chat, calls, n_seq=8) -> TokenCounts:
+    counts = TokenCounts()
+    prefix = PrefixCache(reuse.TokenSequences(n_seq, 1 << 20, reuse.kv_bytes_per_token(chat)), 1 << 30, 1 << 29)
+    reuse.count(calls, chat, prefix, counts)  # type: ignore[arg-type]
+    return counts
+
+
+def test_a_live_context_is_counted_as_evaluated_once():
+    """The stand-in alone (the bundled model's tokenizer, loaded vocabulary-only): a person whose
+    calls grow by one message evaluates their persona once and each message once, plus each
+    question's last message."""
+    from simulation.llm.llamacpp.backend import _vocab_chat, bundled_model_path
+
+    chat = _vocab_chat(bundled_model_path())
+    calls = [c for c in _calls() if c.purpose == "utterance"]
+    counts = _simulated(chat, calls)
+    assert counts.requests == 9
+    by_person: dict[str, list[list[dict[str, str]]]] = {}
+    for c in calls:
+        by_person.setdefault(c.messages[0]["content"], []).append(c.messages)
+    expected = 0
+    for prompts in by_person.values():
+        last = prompts[-1]
+        tokens, bounds = chat.pieces(last)
+        expected += bounds[-1]  # every piece but the question, once
+        expected += sum(len(chat.pieces(p)[0]) - chat.pieces(p)[1][-1] for p in prompts)  # each question's tail
+    assert counts.evaluated == expected
+    assert counts.reused == counts.prompt - expected > 0
+
+
+@pytest.mark.slow
+def test_the_count_is_the_real_backends():
+    """The same calls sent to the real bundled model in the same batches: prompt, reused and
+    per-question counts equal the stand-in's."""
+    from simulation.llm.llamacpp import LlamaCppBackend
+
+    calls = _calls()
+    backend = LlamaCppBackend(threads=1)
+    try:
+        backend.prefix.clear()
+        backend.tokens = TokenCounts()
+        for batch in reuse._batches(calls):
+            backend.generate([LLMRequest(messages=c.messages, options=["1", "2"] if c.scored else None,
+                                         max_tokens=4, seed=1, purpose=c.purpose) for c in batch])
+        real = backend.tokens
+        simulated = _simulated(backend.chat, calls, n_seq=backend.seqs.n_seq)
+    finally:
+        backend.close()
+    assert (simulated.requests, simulated.prompt, simulated.reused) == (real.requests, real.prompt, real.reused)
+    assert simulated.by_purpose == real.by_purpose
