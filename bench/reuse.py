@@ -144,7 +144,7 @@ def _batches(calls: list[Call]) -> list[list[Call]]:
 def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: TokenCounts,
           probes: TokenCounts | None = None) -> None:
     """Replay ``calls`` through ``prefix`` as ``LlamaCppBackend.generate`` orders a batch: sorted by
-    the messages' JSON, scored questions first (in sequence 0), then the generated answers
+    the messages' JSON, scored questions first (one at a time), then the generated answers
     ``n_seq`` at a time, each in the sequence ``PrefixCache.slots`` gives it."""
     seqs = prefix.seqs
     for batch in _batches(calls):
@@ -154,7 +154,7 @@ def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: Toke
         groups = [[c] for c in scored] + [generated[i:i + seqs.n_seq] for i in range(0, len(generated), seqs.n_seq)]
         for group in groups:
             prompts = [chat.pieces(c.messages) for c in group]
-            slots = [0] if group[0].scored else prefix.slots(prompts)
+            slots = prefix.slots(prompts)
             for call, (tokens, bounds), seq in zip(group, prompts, slots):
                 reused = prefix.prime(seq, tokens, bounds)
                 seqs.eval(seq, tokens[bounds[-1] if bounds else 0:])
@@ -171,7 +171,7 @@ def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int) -> RunCost
     run = next(db["runs"].rows)
     ticks = db.execute("select count(*) from ticks").fetchone()[0]
     seqs = TokenSequences(sequences, 1 << 20, kv_bytes_per_token(chat))
-    prefix = PrefixCache(seqs, (cache_mb << 20) * 2 // 3, (cache_mb << 20) // 3)  # type: ignore[arg-type]
+    prefix = PrefixCache.sized(seqs, cache_mb)  # type: ignore[arg-type]
     result = RunCost(run["run_id"], db["agents"].count, ticks * run["tick_minutes"] / 60, TokenCounts())
     count(calls_of(db), chat, prefix, result.counts, result.probes)
     return result

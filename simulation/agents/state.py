@@ -102,6 +102,12 @@ class AgentState(BaseModel):
     offered: dict[str, list[int]] = Field(default_factory=dict)
     """Person id -> the news (memory ids) this person was asked whether to go and tell them: each
     pair is asked about once (``cognition.seek``)."""
+    working: list[list[int]] = Field(default_factory=list)
+    """Today's memories shown to this person, in the batches they were first shown in
+    (``cognition.working``, with ``cognition.live_context``): their prompts show them in this
+    order, one message a batch, so the backend keeps them evaluated between calls."""
+    working_day: date | None = None
+    """The day ``working`` belongs to: a new day starts it afresh."""
     focus: Focus | None = Field(None, exclude=True)
     """What it reacts to this tick (set by perception)."""
     perceived: Perception = Field(default_factory=Perception, exclude=True)

@@ -2,7 +2,8 @@
 
 ``context`` retrieves the person's memories for a query (batched with the phase's other
 retrievals) and lays out time, place, what the person is doing, what is on their mind and
-what they remember; ``situation`` is the same without memories. Questions go to the LLM through
+what they remember (with ``cognition.live_context``: their working memory for the day, as
+``batches`` of lines that ``prompts.messages`` shows one message each, ``cognition.working``); ``situation`` is the same without memories. Questions go to the LLM through
 ``Mind.ask``; a phase's retrievals go out before its questions (simulation/llm/batching.py), so
 every question of a phase goes out in one batch.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from simulation.cognition.working import remember_shown, shown_batches
 from simulation.core import MemoryKind, Status
 
 if TYPE_CHECKING:
@@ -28,6 +30,9 @@ async def context(me: AgentState, mind: Mind, query: str, purpose: str, exclude:
     thoughts = mind.memories(me.id).recent(2, kinds=(MemoryKind.THOUGHT,))
     skip = {n.id for n in thoughts} | set(exclude)
     retrieved = await mind.retrieve(me.id, query, purpose, exclude=skip) if query else []
+    if mind.settings.live_context:
+        remember_shown(me, mind, retrieved)
+        return showing(me, mind, [], thoughts=[n.text for n in thoughts]) | {"batches": shown_batches(me, mind)}
     return showing(me, mind, sorted(retrieved, key=lambda n: n.id), thoughts=[n.text for n in thoughts])
 
 

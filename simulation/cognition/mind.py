@@ -77,6 +77,10 @@ class MindSettings:
     probe_temperature: float | None = 0.0
     """The temperature a probe's answer is asked at (``cognition.probe_temperature``); None: the
     model's own, as every other question."""
+    live_context: bool = False
+    """Whether questions show the person's working memory for the day, one message per batch of
+    memories first shown together, instead of each question's own retrieval
+    (``cognition.live_context``; ``cognition.working``)."""
 
 
 NOTES = ("deciding", "talking", "conversations")

@@ -31,13 +31,17 @@ SITUATION_END = "</situation>\n"
 
 
 def messages(system: str, template: str, **context: Any) -> list[dict[str, str]]:
-    """The system message, then the rendered question: its ``<situation>`` block as one user
-    message and what is asked about it as another. The split is for the llama.cpp backend, which
-    keeps every message but the last as a reusable prefix (``simulation.llm.llamacpp.prefix_cache``): the
-    move a speaker chooses and the line they then say share one situation, read once."""
+    """The system message, then the person's working memory (``batches``, one message each, when
+    the context has them: ``cognition.working``), then the rendered question: its ``<situation>``
+    block as one user message and what is asked about it as another. The split is for the
+    llama.cpp backend, which keeps every message but the last as a reusable prefix
+    (``simulation.llm.llamacpp.prefix_cache``): the move a speaker chooses and the line they then
+    say share one situation, read once; a person's next question shares their working memory."""
     text = render(template, **context)
+    first = [{"role": "system", "content": system}]
+    first += [{"role": "user", "content": render("_memories.j2", first=context.get("first", ""), memories=batch)
+               .rstrip("\n")} for batch in context.get("batches") or ()]
     head, sep, tail = text.partition(SITUATION_END)
     if sep and tail.strip():
-        return [{"role": "system", "content": system}, {"role": "user", "content": head + sep.rstrip("\n")},
-                {"role": "user", "content": tail}]
-    return [{"role": "system", "content": system}, {"role": "user", "content": text}]
+        return [*first, {"role": "user", "content": head + sep.rstrip("\n")}, {"role": "user", "content": tail}]
+    return [*first, {"role": "user", "content": text}]

@@ -100,6 +100,11 @@ class CognitionSettings(StrictModel):
         "cognition/probe.py): 0 takes the person's most likely answer instead of a draw, as an interview should "
         "(on the 1.5B a draw at 0.7 said 'I do not know' with the news in front of it; docs/behaviour.md, issue 33 "
         "step 13); null: llm.temperature, as every other question")
+    live_context: bool = Field(
+        False, description="questions show the person's working memory for the day (every memory retrieved for "
+        "any of their questions today, in the order first shown, the new ones as a message of their own) "
+        "instead of each question's own retrieval, so the llama.cpp backend keeps a person's context evaluated "
+        "between their calls and evaluates only what is new (cognition/working.py; issue 34)")
     planning: bool = Field(
         True, description="false: nobody is asked for a day's plan; everyone keeps their usual day from their "
         "routine, with the happenings they accepted an invitation to in it, as the background crowd does (the "

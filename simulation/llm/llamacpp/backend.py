@@ -169,10 +169,12 @@ CLOSE_WAIT_S = 30.0
 """How long ``close`` waits for a call still computing to stop at a token boundary; a call that
 does not (wedged in C) keeps the model: it is not freed under it."""
 
-PREFIX_CACHE_MB = 3072
-"""Saved prefix states kept per loaded model, two thirds for personas and a third for longer
-preambles: on the bundled model about 23 KB a token, so the personas of 25 people (about 1,000
-tokens each in the flagship) take 575 MB, and their importance preambles (1,300) 750 MB."""
+PREFIX_CACHE_MB = 4096
+"""Saved prefix states kept per loaded model (``PrefixCache.sized``): a quarter for personas, a
+quarter for longer preambles, half for people's working memories. On the bundled model a token
+takes about 23 KB (the 1.5B measurement model's 28 KB), so the personas of 25 people (about 700
+tokens each in the flagship) take 400 MB, and their working memories (up to about 2,000 tokens
+with the persona, ``cognition.working``) 1.2 GB."""
 
 
 class LlamaCppBackend:
@@ -248,7 +250,7 @@ class LlamaCppBackend:
                     seqs = Sequences(llm, self._key[3], context_tokens)
             except (ValueError, RuntimeError, OSError, MemoryError) as exc:
                 raise RunError(f"cannot load model {path}: {exc}") from None
-            prefix = PrefixCache(seqs, (prefix_cache_mb << 20) * 2 // 3, (prefix_cache_mb << 20) // 3)
+            prefix = PrefixCache.sized(seqs, prefix_cache_mb)
             loaded = _LOADED[self._key] = _Loaded(llm, seqs, prefix)
         self._loaded = loaded
         self._llm = loaded.llm
@@ -373,13 +375,15 @@ class LlamaCppBackend:
     def _score(self, req: LLMRequest) -> RawCompletion:
         """Each option's log-probability as the whole answer: log P(its tokens, then the template's
         end of answer | prompt), from the logits. The prompt is evaluated in the same canonical
-        pieces as a generated answer, in sequence 0; each option is evaluated after it and rolled back."""
+        pieces as a generated answer, in the sequence that holds most of it (``PrefixCache.slots``);
+        each option is evaluated after it and rolled back."""
         started = time.perf_counter()
         seqs = self.seqs
         options = req.options or []
         seq = 0
         try:
             tokens, bounds = self._prompt(req)
+            seq = self.prefix.slots([(tokens, bounds)])[0]
             spelled = [self.chat.tokenize(o) + [self.chat.answer_end] for o in options]
             longest = max((len(t) for t in spelled), default=0)
             if len(tokens) + longest > seqs.n_ctx:

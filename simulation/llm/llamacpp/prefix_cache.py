@@ -15,11 +15,13 @@ What is reused:
 - **In its sequence**: the pieces the sequence's previous request left there, up to the longest
   boundary both requests share (same tokens, same piece boundaries): a person's next question
   after their last one;
-- **Saved states**: at two boundaries of every prompt, the system message (a person's persona,
-  the same in every call they make) and all messages but the last (a question's stable
-  preamble: the importance scale with its rated examples, say), the KV of the sequence is copied
-  out (``llama_state_seq_get_data``, only the cells in use, about 23 KB a token on the bundled
-  model) and copied back when a later prompt starts the same way. Personas and longer preambles
+- **Saved states**: at three boundaries of every prompt, the system message (a person's persona,
+  the same in every call they make), all messages but the last (a question's stable preamble:
+  the importance scale with its rated examples, say) and all but the last two (a person's live
+  context: their working memory before the situation of this question, ``cognition.working``),
+  the KV of the sequence is copied out (``llama_state_seq_get_data``, only the cells in use,
+  about 23 KB a token on the bundled model) and copied back when a later prompt starts the same
+  way. Personas and longer preambles
   are kept in two LRUs, each bounded in bytes, so one-off preambles never push out the personas.
 
 The sequences are those of ``simulation.llm.llamacpp.sequences`` (several, decoded together when a batch
@@ -108,12 +110,21 @@ class _Shelf:
         self.items.clear()
         self.bytes = 0
 
+    def supersede(self, key: Key) -> None:
+        """Drop the saved states that ``key`` extends (its tokens and pieces start with theirs): a
+        person's working memory only grows, so its shorter states are never asked for again."""
+        tokens, bounds = key
+        for old in [k for k in self.items if len(k[0]) < len(tokens) and bounds[:len(k[1])] == k[1]
+                    and tokens[:len(k[0])] == k[0]]:
+            self.bytes -= len(self.items.pop(old).data)
+
 
 class PrefixCache:
     """What each sequence of a ``Sequences`` holds canonically, and saved states of earlier
     prefixes, for one loaded model (shared by every backend object using it)."""
 
-    def __init__(self, seqs: Sequences, persona_bytes: int = 2 << 30, preamble_bytes: int = 1 << 30):
+    def __init__(self, seqs: Sequences, persona_bytes: int = 1 << 30, preamble_bytes: int = 1 << 30,
+                 context_bytes: int = 2 << 30):
         self.seqs = seqs
         self.bounds: list[tuple[int, ...]] = [() for _ in range(seqs.n_seq)]
         """Per sequence, the piece boundaries of what it holds canonically (beyond the last: a
@@ -124,15 +135,25 @@ class PrefixCache:
         self.preambles = _Shelf(preamble_bytes)
         """Longer prefixes (all messages but the last: a situation asked about twice, the importance
         question's rated examples)."""
+        self.contexts = _Shelf(context_bytes)
+        """All messages but the last two (a person's working memory before the situation, the
+        prefix their next question starts with), each dropping the shorter ones it extends."""
         self.hits = 0
         """Requests that found their prefix still in their sequence."""
         self.restores = 0
         """Requests that restored a saved prefix state."""
 
+    @classmethod
+    def sized(cls, seqs: Sequences, megabytes: int) -> PrefixCache:
+        """A cache of ``megabytes`` of saved states: a quarter for personas, a quarter for
+        preambles, half for people's working memories."""
+        quarter = (megabytes << 20) // 4
+        return cls(seqs, quarter, quarter, 2 * quarter)
+
     def clear(self) -> None:
         """Drop every saved state and trust nothing in the sequences: the next prompt is evaluated cold."""
-        self.personas.clear()
-        self.preambles.clear()
+        for shelf in self._shelves:
+            shelf.clear()
         self.forget()
 
     def forget(self) -> None:
@@ -153,7 +174,7 @@ class PrefixCache:
             self.drop(seq)
             return 0
         kept = self.held(seq, tokens, bounds)
-        longer = [i for i, b in enumerate(bounds) if b > kept and self._key(tokens, bounds, i) in self._shelf(i).items]
+        longer = [i for i, b in enumerate(bounds) if b > kept and self._has(self._key(tokens, bounds, i))]
         if longer:  # a saved state goes further than what the sequence still holds
             kept = self._restore(seq, tokens, bounds, longer[-1])
         elif kept:
@@ -163,7 +184,8 @@ class PrefixCache:
             seqs.clear(seq)
         reused = kept
         start = kept
-        saves = {bounds[0], bounds[-1]}
+        saves = {bounds[-1]: self.preambles, **({bounds[-2]: self.contexts} if len(bounds) > 2 else {}),
+                 bounds[0]: self.personas}
         self.bounds[seq] = ()
         for end in bounds:
             if end <= start:
@@ -171,7 +193,7 @@ class PrefixCache:
             seqs.eval(seq, tokens[start:end])
             start = end
             if end in saves:
-                self._save(seq, tokens[:end], bounds[: bounds.index(end) + 1])
+                self._save(seq, tokens[:end], bounds[: bounds.index(end) + 1], saves[end])
         self.bounds[seq] = bounds
         return reused
 
@@ -204,31 +226,41 @@ class PrefixCache:
     def _key(tokens: list[int], bounds: tuple[int, ...], i: int) -> Key:
         return tuple(tokens[: bounds[i]]), bounds[: i + 1]
 
-    def _shelf(self, i: int) -> _Shelf:
-        return self.personas if i == 0 else self.preambles
+    @property
+    def _shelves(self) -> tuple[_Shelf, _Shelf, _Shelf]:
+        return self.personas, self.contexts, self.preambles
+
+    def _has(self, key: Key) -> bool:
+        return any(key in shelf.items for shelf in self._shelves)
+
+    def _find(self, key: Key) -> _Saved | None:
+        for shelf in self._shelves:
+            if key in shelf.items:
+                return shelf.get(key)
+        return None
 
     @property
     def bytes(self) -> int:
-        return self.personas.bytes + self.preambles.bytes
+        return sum(shelf.bytes for shelf in self._shelves)
 
     def _restore(self, seq: int, tokens: list[int], bounds: tuple[int, ...], i: int) -> int:
         """Restore the saved state of the pieces up to ``bounds[i]`` into ``seq``."""
-        key = self._key(tokens, bounds, i)
-        saved = self._shelf(i).get(key)
+        saved = self._find(self._key(tokens, bounds, i))
         assert saved is not None
         if not self.seqs.restore(seq, saved.data, tokens[: saved.n_tokens]):
             return 0
         self.restores += 1
         return saved.n_tokens
 
-    def _save(self, seq: int, prefix: list[int], bounds: tuple[int, ...]) -> None:
-        shelf = self._shelf(len(bounds) - 1)
+    def _save(self, seq: int, prefix: list[int], bounds: tuple[int, ...], shelf: _Shelf) -> None:
         key = (tuple(prefix), bounds)
-        if shelf.budget <= 0 or shelf.get(key) is not None:
+        if shelf.budget <= 0 or self._find(key) is not None:
             return
         data = self.seqs.save(seq, shelf.budget)
         if data is not None:
+            if shelf is self.contexts:
+                shelf.supersede(key)
             shelf.put(key, _Saved(data, len(prefix)))
 
     def __len__(self) -> int:
-        return len(self.personas.items) + len(self.preambles.items)
+        return sum(len(shelf.items) for shelf in self._shelves)

@@ -1,0 +1,62 @@
+"""A person's working memory for the day: the memories their questions have shown them, kept in
+the order they were first shown, so that each question adds only what is new.
+
+Why (issue 34): a question used to show the memories retrieved for it, sorted by time, inside the
+situation message. Two questions of one person a few minutes apart retrieve mostly the same
+memories, but the message differs (one memory more, one fewer), so the llama.cpp backend,
+which reuses a prompt's messages only up to the first that changed
+(``simulation.llm.llamacpp.prefix_cache``), evaluated all of them again: about 500 tokens a
+question, most of a reaction's or a move's cost. Here each question's retrieval is merged into
+the person's working memory: the memories not shown to them yet today become one new batch at
+its end, and the prompt shows every batch so far as a message of its own before the situation
+(``prompts.messages``). The messages before the new batch are then those of the person's last
+question, already evaluated, restored from a saved state when their sequence held someone
+else's meanwhile.
+
+What the person sees changes: every memory retrieved for any of their questions today, not only
+this question's, in the order they came to mind (each line carries its time). The retrieval's
+choice is still there (its memories are all shown, the new ones last), so nothing relevant is
+lost; what is added is what was relevant earlier in the day. When the lines pass
+``WORKING_LINES`` the working memory starts again from this question's retrieval (the person's
+context is evaluated anew then, once), and every new day starts it empty.
+
+Deterministic and exact on resume: the batches are memory ids on ``AgentState.working``, stored
+with the person at every tick; the lines are rebuilt from the memory stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from simulation.agents import AgentState
+    from simulation.cognition.mind import Mind
+
+__all__ = ["WORKING_LINES", "remember_shown", "shown_batches"]
+
+WORKING_LINES = 40
+"""Memory lines a person's working memory holds before it starts again (about 1,200 tokens)."""
+
+
+def remember_shown(me: AgentState, mind: Mind, nodes: Iterable[Any]) -> None:
+    """Add the memories a question retrieved (``nodes``) to ``me``'s working memory: those not
+    shown yet today, in time order, as one batch at its end."""
+    today = mind.now.date()
+    if me.working_day != today:
+        me.working, me.working_day = [], today
+    shown = {i for batch in me.working for i in batch}
+    new = sorted(n.id for n in nodes if n.id not in shown)
+    if not new:
+        return
+    if len(shown) + len(new) > WORKING_LINES:
+        me.working = [sorted(n.id for n in nodes)]
+        return
+    me.working.append(new)
+
+
+def shown_batches(me: AgentState, mind: Mind) -> list[list[str]]:
+    """The working memory's batches as memory lines (``context.memory_line``), oldest first."""
+    from simulation.cognition.context import memory_line
+
+    return [[memory_line(mind.memory(i)) for i in batch] for batch in me.working]
