@@ -134,14 +134,16 @@ def model_path(choice: str | None) -> Path | None:
 
 
 def run_day(agents: int, hours: int, scripted: bool, out: Path, console: Console,
-            model: Path | None = None) -> tuple[list[Hour], dict]:
+            model: Path | None = None, live: bool = False) -> tuple[list[Hour], dict]:
     """The town for ``hours`` game hours; per game hour the wall and LLM seconds and llama.cpp's
-    decode counters at its end, then the calls and tokens of its ticks from run.db."""
+    decode counters at its end, then the calls and tokens of its ticks from run.db. ``live``:
+    with ``cognition.live_context`` (a person's working memory, ``cognition.working``)."""
     loaded = town_of(agents)
+    sc = loaded.scenario.model_copy(deep=True)
     if model is not None:
-        sc = loaded.scenario.model_copy(deep=True)
         sc.llm = sc.llm.model_copy(update={"model": str(model)})
-        loaded = loaded.model_copy(update={"scenario": sc})
+    sc.cognition = sc.cognition.model_copy(update={"live_context": live})
+    loaded = loaded.model_copy(update={"scenario": sc})
     tick_minutes = loaded.scenario.clock.tick_minutes
     ticks = hours * 60 // tick_minutes
     per_hour = 60 // tick_minutes
@@ -200,7 +202,8 @@ def limit_s(evaluated: int, generated: int, steps: int, pp: float, tg: float) ->
 
 def report(rows: list[Hour], info: dict, out: Path, console: Console) -> None:
     pp, tg, n = info["prompt_tok_s"], info["generated_tok_s"], info["agents"]
-    table = Table(title=f"{n} people, {info['hours']} game hours from 07:00 ({info['model']}, replay cache off)")
+    live = ", live contexts" if info.get("live_context") else ""
+    table = Table(title=f"{n} people, {info['hours']} game hours from 07:00 ({info['model']}{live}, replay cache off)")
     for col in ("game hour", "wall s", "calls", "prompt tok", "evaluated", "reused", "generated",
                 "eval/person", "outside LLM", "limit s"):
         table.add_column(col, justify="right")
@@ -299,11 +302,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="folder for the run and day.json/csv/png (default: temp)")
     ap.add_argument("--model", default=None, help="a GGUF file, or 'measure' for the 1.5B measurement model "
                     "(default: the bundled model)")
+    ap.add_argument("--live", action="store_true", help="cognition.live_context: each person's working memory "
+                    "for the day, so their questions share a growing prefix (issue 34)")
     args = ap.parse_args()
     console = Console(width=max(120, Console().width))
     warm_embedder()
     out = args.out or Path(tempfile.mkdtemp(prefix="agora-day-"))
-    rows, info = run_day(args.agents, args.hours, args.scripted, out / "runs", console, model_path(args.model))
+    rows, info = run_day(args.agents, args.hours, args.scripted, out / "runs", console, model_path(args.model),
+                         live=args.live)
+    info["live_context"] = args.live
     report(rows, info, out, console)
 
 
