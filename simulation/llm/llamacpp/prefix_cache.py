@@ -21,8 +21,9 @@ What is reused:
   context: their working memory before the situation of this question, ``cognition.working``),
   the KV of the sequence is copied out (``llama_state_seq_get_data``, only the cells in use,
   about 23 KB a token on the bundled model) and copied back when a later prompt starts the same
-  way. Personas and longer preambles
-  are kept in two LRUs, each bounded in bytes, so one-off preambles never push out the personas.
+  way. Personas, working memories and longer preambles are kept in three LRUs, each bounded in
+  bytes, so one-off preambles never push out the personas or the working memories; a working
+  memory's state replaces the shorter ones it extends (they are never asked for again).
 
 The sequences are those of ``simulation.llm.llamacpp.sequences`` (several, decoded together when a batch
 generates); a saved state restores into any of them.
