@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from simulation.cognition.working import remember_shown, shown_batches
+from simulation.cognition.working import remember_shown
 from simulation.core import MemoryKind, Status
 
 if TYPE_CHECKING:
@@ -33,7 +33,8 @@ async def context(me: AgentState, mind: Mind, query: str, purpose: str, exclude:
     retrieved = await mind.retrieve(me.id, query, purpose, exclude=skip) if query else []
     if mind.settings.live_context:
         remember_shown(me, mind, retrieved)
-        return showing(me, mind, [], thoughts=[n.text for n in thoughts]) | {"batches": shown_batches(me, mind)}
+        batches = [[memory_line(mind.memory(i)) for i in batch] for batch in me.working]
+        return showing(me, mind, [], thoughts=[n.text for n in thoughts]) | {"batches": batches}
     return showing(me, mind, sorted(retrieved, key=lambda n: n.id), thoughts=[n.text for n in thoughts])
 
 

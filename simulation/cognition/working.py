@@ -21,7 +21,7 @@ lost; what is added is what was relevant earlier in the day. When the lines pass
 context is evaluated anew then, once), and every new day starts it empty.
 
 Deterministic and exact on resume: the batches are memory ids on ``AgentState.working``, stored
-with the person at every tick; the lines are rebuilt from the memory stream.
+with the person at every tick; ``context`` rebuilds their lines from the memory stream.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from simulation.agents import AgentState
     from simulation.cognition.mind import Mind
 
-__all__ = ["WORKING_LINES", "remember_shown", "shown_batches"]
+__all__ = ["WORKING_LINES", "remember_shown"]
 
 WORKING_LINES = 40
 """Memory lines a person's working memory holds before it starts again (about 1,200 tokens)."""
@@ -54,9 +54,3 @@ def remember_shown(me: AgentState, mind: Mind, nodes: Iterable[Any]) -> None:
         return
     me.working.append(new)
 
-
-def shown_batches(me: AgentState, mind: Mind) -> list[list[str]]:
-    """The working memory's batches as memory lines (``context.memory_line``), oldest first."""
-    from simulation.cognition.context import memory_line
-
-    return [[memory_line(mind.memory(i)) for i in batch] for batch in me.working]
