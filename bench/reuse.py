@@ -1,21 +1,24 @@
 """What a run's prompts cost the llama.cpp backend, counted without a model: evaluated prompt tokens
 per person per game hour, by question.
 
-    .venv/bin/python bench/reuse.py RUN [RUN ...] [--model PATH|measure] [--sequences 8] [--cache-mb 3072]
+    .venv/bin/python bench/reuse.py RUN [RUN ...] [--model PATH|measure] [--sequences 8] [--cache-mb 4096]
 
 RUN is a run directory or its run.db. Why this exists: issue 34's lever is the prompt layout (what
 is stable first, in messages of its own, so that a person's calls share a growing prefix), and
 what a layout saves is decided by tokens, not by decoding. A day on the 1.5B takes hours of CPU to
 decode; tokenizing its calls takes seconds. So every call of the run is replayed, in tick order,
 through the backend's own ``PrefixCache`` (the same class: the same pieces, the same saved states
-at the persona and at the last boundary, the same byte-bounded LRUs, the same choice of sequence)
-over a stand-in for the llama.cpp sequences that keeps tokens and never decodes. What it prints is
-what the backend would have counted (``TokenCounts``), if the requests reached it in these batches.
+at the persona, the working memory and the last boundary, the same byte-bounded LRUs, the same
+choice of sequence) over a stand-in for the llama.cpp sequences that keeps tokens and never
+decodes. What it prints is what the backend would have counted (``TokenCounts``), if the requests
+reached it in these batches; a prompt too long for the run's context window is refused unevaluated,
+as the backend refuses it.
 
-Where it is an approximation, and which way: a run does not record its batches, so the calls of
-one tick and one purpose count as one batch (the client may have sent two purposes together; it
-never splits one). Calls answered from the replay cache count as made: the figure is the layout's
-cost on a cold run. A scripted control run (``--backend control``) has the engine's prompts and
+Where it is an approximation, and which way: a run does not record its batches, so consecutive
+calls of one tick, purpose and attempt count as one batch (the client may have sent two purposes
+together, which the backend would have ordered together). Calls answered from the replay cache
+count as made: the figure is the layout's cost on a cold run. Only the calls of the run's own
+model are counted (a model group's are another backend's). A scripted control run (``--backend control``) has the engine's prompts and
 the script's answers, so its figures are the layout's, not a model's town. ``tests/test_reuse.py``
 checks the count against the real backend's on the bundled model.
 """
@@ -34,12 +37,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import sqlite_utils  # noqa: E402
+import yaml  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from simulation.llm.llamacpp.backend import PREFIX_CACHE_MB, SEQUENCES, _vocab_chat, bundled_model_path  # noqa: E402
 from simulation.llm.llamacpp.chat_format import ChatFormat  # noqa: E402
-from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts  # noqa: E402
+from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts, keeps_context  # noqa: E402
 
 MEASURE_MODEL = ROOT / ".cache" / "measure-model" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
@@ -112,6 +116,9 @@ class Call:
     messages: list[dict[str, str]]
     scored: bool
     generated: int
+    attempt: int = 0
+    max_tokens: int = 0
+    options: list[str] | None = None
 
 
 @dataclass
@@ -127,18 +134,26 @@ class RunCost:
         return self.counts.evaluated / self.agents / self.game_hours
 
 
-def calls_of(db: sqlite_utils.Database) -> list[Call]:
-    rows = db.query("select tick, purpose, messages, options, completion_tokens from llm_calls order by id")
+def calls_of(db: sqlite_utils.Database, model: str | None = None) -> list[Call]:
+    """The run's calls in the order they were made (of ``model`` only, when given)."""
+    rows = db.query("select tick, purpose, messages, options, completion_tokens, attempt, max_tokens, model "
+                    "from llm_calls order by id")
     return [Call(r["tick"], r["purpose"], json.loads(r["messages"]), r["options"] is not None,
-                 r["completion_tokens"] or 0) for r in rows]
+                 r["completion_tokens"] or 0, r["attempt"] or 0, r["max_tokens"] or 0,
+                 options=json.loads(r["options"]) if r["options"] else None)
+            for r in rows if model is None or r["model"] == model]
 
 
 def _batches(calls: list[Call]) -> list[list[Call]]:
-    """The calls of one tick and purpose, in the order the run made them."""
-    groups: dict[tuple[int, str], list[Call]] = {}
+    """Consecutive calls of one tick, purpose and attempt, in the order the run made them."""
+    groups: list[list[Call]] = []
     for call in calls:
-        groups.setdefault((call.tick, call.purpose), []).append(call)
-    return list(groups.values())
+        if groups and (groups[-1][0].tick, groups[-1][0].purpose, groups[-1][0].attempt) == \
+                (call.tick, call.purpose, call.attempt):
+            groups[-1].append(call)
+        else:
+            groups.append([call])
+    return groups
 
 
 def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: TokenCounts,
@@ -156,7 +171,12 @@ def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: Toke
             prompts = [chat.pieces(c.messages) for c in group]
             slots = prefix.slots(prompts)
             for call, (tokens, bounds), seq in zip(group, prompts, slots):
-                reused = prefix.prime(seq, tokens, bounds)
+                after = max((len(chat.tokenize(o)) + 1 for o in call.options or ()), default=0) if call.scored \
+                    else call.max_tokens
+                if len(tokens) + after > seqs.n_ctx:  # refused before anything is evaluated, as the backend does
+                    prefix.drop(seq)
+                    continue
+                reused = prefix.prime(seq, tokens, bounds, keeps_context(call.messages))
                 seqs.eval(seq, tokens[bounds[-1] if bounds else 0:])
                 target = probes if probes is not None and call.purpose.startswith("probe") else counts
                 target.count(len(tokens), reused, call.purpose)
@@ -170,10 +190,11 @@ def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int) -> RunCost
     db = sqlite_utils.Database(db_path)
     run = next(db["runs"].rows)
     ticks = db.execute("select count(*) from ticks").fetchone()[0]
-    seqs = TokenSequences(sequences, 1 << 20, kv_bytes_per_token(chat))
+    llm = (yaml.safe_load(run["scenario_yaml"] or "") or {}).get("llm") or {}
+    seqs = TokenSequences(sequences, int(llm.get("context_tokens", 2048)), kv_bytes_per_token(chat))
     prefix = PrefixCache.sized(seqs, cache_mb)  # type: ignore[arg-type]
     result = RunCost(run["run_id"], db["agents"].count, ticks * run["tick_minutes"] / 60, TokenCounts())
-    count(calls_of(db), chat, prefix, result.counts, result.probes)
+    count(calls_of(db, run["model"]), chat, prefix, result.counts, result.probes)
     return result
 
 

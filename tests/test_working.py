@@ -14,7 +14,7 @@ from fake_mind import FakeMind
 from simulation.agents import AgentState
 from simulation.cognition import prompts
 from simulation.cognition.context import context
-from simulation.cognition.working import WORKING_LINES
+from simulation.cognition.working import WORKING_LINES, WORKING_SHARE
 from simulation.core import MemoryKind, Provenance, Source, Status
 
 MORNING = datetime(2023, 2, 13, 9, 0)
@@ -84,6 +84,23 @@ def test_a_new_day_and_a_full_working_memory_start_afresh(personas):
     mind.now += timedelta(days=1)
     _ask(mind)
     assert ann.working_day == mind.now.date() and len(ann.working) == 1
+
+
+def test_the_working_memory_keeps_to_its_share_of_the_context_window(personas):
+    """Long memories start it afresh before their lines pass ``WORKING_SHARE`` of the window, so a
+    prompt still has room for the persona, the situation, the question and the answer."""
+    mind = _mind(personas, live=True)
+    ann = mind.person("ann")
+    budget_chars = WORKING_SHARE * mind.settings.context_tokens * 3
+    restarts = 0
+    for i in range(30):
+        _note(mind, f"Ann heard a long story number {i}: " + "the mill, the river and the old bridge, " * 4)
+        before = len(ann.working)
+        _ask(mind)
+        restarts += len(ann.working) < before
+        shown = sum(len(mind.memory(m).text) + 16 for batch in ann.working for m in batch)
+        assert shown <= budget_chars
+    assert restarts > 0
 
 
 def test_the_working_memory_is_kept_with_the_person(personas):

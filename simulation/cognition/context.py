@@ -26,12 +26,15 @@ def memory_line(node: Any) -> str:
     return f"({node.created:%a %H:%M}) {node.text}"
 
 
-async def context(me: AgentState, mind: Mind, query: str, purpose: str, exclude: Iterable[int] = ()) -> dict[str, Any]:
-    """Prompt variables shared by every question (``_context.j2``), with the top-k memories for ``query``."""
+async def context(me: AgentState, mind: Mind, query: str, purpose: str, exclude: Iterable[int] = (),
+                  live: bool = True) -> dict[str, Any]:
+    """Prompt variables shared by every question (``_context.j2``), with the top-k memories for
+    ``query``: with ``cognition.live_context`` (and ``live``) merged into the person's working
+    memory and shown as its ``batches``."""
     thoughts = mind.memories(me.id).recent(2, kinds=(MemoryKind.THOUGHT,))
     skip = {n.id for n in thoughts} | set(exclude)
     retrieved = await mind.retrieve(me.id, query, purpose, exclude=skip) if query else []
-    if mind.settings.live_context:
+    if live and mind.settings.live_context:
         remember_shown(me, mind, retrieved)
         batches = [[memory_line(mind.memory(i)) for i in batch] for batch in me.working]
         return showing(me, mind, [], thoughts=[n.text for n in thoughts]) | {"batches": batches}

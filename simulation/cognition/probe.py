@@ -87,7 +87,7 @@ async def answer_probe(me: AgentState, mind: Mind, question: str, index: int,
             return NOT_HEARD, True, None
         ctx = showing(me, mind, sorted(familiar, key=lambda n: n.id))
     else:
-        ctx = await context(me, mind, question, Purpose.PROBE)
+        ctx = await context(me, mind, question, Purpose.PROBE, live=False)
     if threshold is None:
         msgs = prompts.messages(me.system_prompt, HEARD, **ctx, question=question)
         heard, call_id = await choose_yes(me, mind, msgs, template=HEARD, purpose=f"{probe_purpose(index)}_choice",

@@ -16,9 +16,12 @@ else's meanwhile.
 What the person sees changes: every memory retrieved for any of their questions today, not only
 this question's, in the order they came to mind (each line carries its time). The retrieval's
 choice is still there (its memories are all shown, the new ones last), so nothing relevant is
-lost; what is added is what was relevant earlier in the day. When the lines pass
-``WORKING_LINES`` the working memory starts again from this question's retrieval (the person's
-context is evaluated anew then, once), and every new day starts it empty.
+lost; what is added is what was relevant earlier in the day. When its lines would pass
+``WORKING_SHARE`` of the person's context window (estimated by characters, so a prompt still has
+room for the persona, the situation, the question and the answer) or ``WORKING_LINES`` lines,
+the working memory starts again from this question's retrieval (the person's context is
+evaluated anew then, once), and every new day starts it empty. Probes do not use it: an
+end-of-run question is asked over its own retrieval, and leaves the working memory as it was.
 
 Deterministic and exact on resume: the batches are memory ids on ``AgentState.working``, stored
 with the person at every tick; ``context`` rebuilds their lines from the memory stream.
@@ -29,14 +32,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from simulation.llm.backend import estimate_tokens
+
 if TYPE_CHECKING:
     from simulation.agents import AgentState
     from simulation.cognition.mind import Mind
 
-__all__ = ["WORKING_LINES", "remember_shown"]
+__all__ = ["WORKING_LINES", "WORKING_SHARE", "remember_shown"]
 
 WORKING_LINES = 40
-"""Memory lines a person's working memory holds before it starts again (about 1,200 tokens)."""
+"""Memory lines a person's working memory holds at most before it starts again."""
+WORKING_SHARE = 0.3
+"""The share of the person's context window (``Mind.settings_of(me).context_tokens``) its lines
+may take: 614 tokens of the flagship's 2,048, beside a persona of about 700."""
 
 
 def remember_shown(me: AgentState, mind: Mind, nodes: Iterable[Any]) -> None:
@@ -46,11 +54,18 @@ def remember_shown(me: AgentState, mind: Mind, nodes: Iterable[Any]) -> None:
     if me.working_day != today:
         me.working, me.working_day = [], today
     shown = {i for batch in me.working for i in batch}
-    new = sorted(n.id for n in nodes if n.id not in shown)
-    if not new:
+    fresh = sorted((n for n in nodes if n.id not in shown), key=lambda n: n.id)
+    if not fresh:
         return
-    if len(shown) + len(new) > WORKING_LINES:
+    budget = WORKING_SHARE * mind.settings_of(me).context_tokens
+    lines = [mind.memory(i) for i in shown] + fresh
+    if len(lines) > WORKING_LINES or _tokens(lines) > budget:
         me.working = [sorted(n.id for n in nodes)]
         return
-    me.working.append(new)
+    me.working.append([n.id for n in fresh])
+
+
+def _tokens(nodes: Iterable[Any]) -> int:
+    """The lines' tokens as ``estimate_tokens`` guesses them (over-counting, so the prompt fits)."""
+    return estimate_tokens([{"content": "".join(f"- ({n.created:%a %H:%M}) {n.text}\n" for n in nodes)}])
 

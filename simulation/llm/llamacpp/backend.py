@@ -6,15 +6,16 @@ once per schema).
 Prefix reuse without losing determinism (``simulation.llm.llamacpp.prefix_cache``): every prompt is
 evaluated in canonical pieces, one per chat message before the last, so an answer is
 bit-identical whether its prefix was left in the KV cache, restored from a saved state or
-evaluated cold. Saved states (the persona, and every question's stable preamble) are shared by
-every backend object on the same loaded model. ``tokens`` counts what was reused.
+evaluated cold. Saved states (the persona, a person's working memory, and every question's stable
+preamble) are shared by every backend object on the same loaded model. ``tokens`` counts what was
+reused.
 
 Batched decoding (``simulation.llm.llamacpp.sequences``): the generated answers of a batch are decoded
 together, up to ``sequences`` at a time, one sequence each: every prompt is evaluated alone in its
 own sequence, then each decode step generates one token of every unfinished answer. Each
 sequence has its own KV cells, so an answer is the same bits alone or beside others on the
 bundled Q4_1 and a Q8_0 (not on a Q4_K_M: ``tests/test_same_bits.py``). Scored
-questions (options) are evaluated one at a time.
+questions (options) are evaluated one at a time, each in the sequence holding most of it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from simulation.errors import InputError, Problem, RunError
 from simulation.formats.paths import resolve_path
 from simulation.llm.backend import Messages, OnDone, TokenCounter
 from simulation.llm.llamacpp.chat_format import ChatFormat
-from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts
+from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts, keeps_context
 from simulation.llm.llamacpp.sampling import Sampler
 from simulation.llm.llamacpp.sequences import DecodeError, Sequences
 from simulation.llm.scoring import ScoredOptions, log_softmax_at
@@ -337,7 +338,8 @@ class LlamaCppBackend:
                 if len(tokens) + req.max_tokens > seqs.n_ctx:
                     raise ValueError(f"prompt of {len(tokens)} tokens + max_tokens {req.max_tokens} exceeds "
                                      f"the context window of {seqs.n_ctx}")
-                self.tokens.count(len(tokens), self.prefix.prime(seq, tokens, bounds), req.purpose)
+                reused = self.prefix.prime(seq, tokens, bounds, keeps_context(req.messages))
+                self.tokens.count(len(tokens), reused, req.purpose)
                 at = seqs.eval(seq, tokens[bounds[-1] if bounds else 0:], logits=True)
                 answer = _Answer(index, req, seq, tokens, self._sampler(req), started)
                 answer.next_token = answer.sampler.sample(seqs.ctx, at)
@@ -388,7 +390,8 @@ class LlamaCppBackend:
             longest = max((len(t) for t in spelled), default=0)
             if len(tokens) + longest > seqs.n_ctx:
                 raise ValueError(f"prompt of {len(tokens)} tokens exceeds the context window of {seqs.n_ctx}")
-            self.tokens.count(len(tokens), self.prefix.prime(seq, tokens, bounds), req.purpose)
+            reused = self.prefix.prime(seq, tokens, bounds, keeps_context(req.messages))
+            self.tokens.count(len(tokens), reused, req.purpose)
             at = seqs.eval(seq, tokens[bounds[-1] if bounds else 0:], logits=True)
             base = len(seqs.held[seq])
             after_prompt = seqs.logits_at(at)

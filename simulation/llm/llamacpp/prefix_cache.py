@@ -41,7 +41,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from simulation.llm.llamacpp.sequences import Sequences
 
-__all__ = ["PrefixCache", "TokenCounts"]
+__all__ = ["PrefixCache", "TokenCounts", "keeps_context"]
+
+
+def keeps_context(messages: list[dict[str, str]]) -> bool:
+    """Whether a prompt's messages but the last two are a person's live context worth a saved state
+    of their own: not when an answer is among its turns (a few-shot preamble of rated examples, or
+    a retry that shows the rejected answer), whose cut there is one-off."""
+    return not any(m.get("role") == "assistant" for m in messages)
 
 
 @dataclass
@@ -112,10 +119,10 @@ class _Shelf:
         self.bytes = 0
 
     def supersede(self, key: Key) -> None:
-        """Drop the saved states that ``key`` extends (its tokens and pieces start with theirs): a
-        person's working memory only grows, so its shorter states are never asked for again."""
+        """Drop the saved states that ``key`` extends by one piece: a person's working memory grows
+        a batch at a time, so its state of one batch fewer is never asked for again."""
         tokens, bounds = key
-        for old in [k for k in self.items if len(k[0]) < len(tokens) and bounds[:len(k[1])] == k[1]
+        for old in [k for k in self.items if len(k[1]) == len(bounds) - 1 and bounds[:-1] == k[1]
                     and tokens[:len(k[0])] == k[0]]:
             self.bytes -= len(self.items.pop(old).data)
 
@@ -139,6 +146,8 @@ class PrefixCache:
         self.contexts = _Shelf(context_bytes)
         """All messages but the last two (a person's working memory before the situation, the
         prefix their next question starts with), each dropping the shorter ones it extends."""
+        self.used = [0] * seqs.n_seq
+        """Per sequence, when a request last primed it (a count of requests)."""
         self.hits = 0
         """Requests that found their prefix still in their sequence."""
         self.restores = 0
@@ -167,10 +176,13 @@ class PrefixCache:
         self.seqs.clear(seq)
         self.bounds[seq] = ()
 
-    def prime(self, seq: int, tokens: list[int], bounds: tuple[int, ...]) -> int:
+    def prime(self, seq: int, tokens: list[int], bounds: tuple[int, ...], context: bool = True) -> int:
         """Leave sequence ``seq`` holding exactly ``tokens[:bounds[-1]]`` (nothing when there are
-        no bounds), each piece evaluated alone; returns how many of those tokens were reused."""
+        no bounds), each piece evaluated alone; returns how many of those tokens were reused.
+        ``context``: save the state before the last two pieces as a working memory
+        (``keeps_context``)."""
         seqs = self.seqs
+        self.used[seq] = max(self.used) + 1
         if not bounds:
             self.drop(seq)
             return 0
@@ -185,8 +197,9 @@ class PrefixCache:
             seqs.clear(seq)
         reused = kept
         start = kept
-        saves = {bounds[-1]: self.preambles, **({bounds[-2]: self.contexts} if len(bounds) > 2 else {}),
-                 bounds[0]: self.personas}
+        saves = {bounds[-1]: self.preambles, bounds[0]: self.personas}
+        if context and len(bounds) > 2:
+            saves = {bounds[-1]: self.preambles, bounds[-2]: self.contexts, bounds[0]: self.personas}
         self.bounds[seq] = ()
         for end in bounds:
             if end <= start:
@@ -200,12 +213,12 @@ class PrefixCache:
 
     def slots(self, prompts: list[tuple[list[int], tuple[int, ...]]]) -> list[int]:
         """A sequence for each prompt of a batch (at most ``n_seq``): the free one already
-        holding most of it, else the first free."""
+        holding most of it, else the one used least recently (what it holds is the least likely
+        to be asked for again)."""
         free = list(range(self.seqs.n_seq))
         chosen = []
         for tokens, bounds in prompts:
-            held = [self.held(k, tokens, bounds) for k in free]
-            k = free[held.index(max(held))]
+            k = max(free, key=lambda k: (self.held(k, tokens, bounds), -self.used[k]))
             free.remove(k)
             chosen.append(k)
         return chosen
