@@ -128,6 +128,8 @@ class RunCost:
     game_hours: float
     counts: TokenCounts
     probes: TokenCounts = field(default_factory=TokenCounts)
+    pieces: dict[str, int] = field(default_factory=dict)
+    """Evaluated tokens (probes apart) by what the piece they lie in holds (``piece_kind``)."""
 
     @property
     def per_person_hour(self) -> float:
@@ -156,8 +158,35 @@ def _batches(calls: list[Call]) -> list[list[Call]]:
     return groups
 
 
+def piece_kind(messages: list[dict[str, str]], k: int) -> str:
+    """What the ``k``-th piece of a prompt holds: the persona (system), a working-memory batch, the
+    situation, the question (the last message), or another turn (a few-shot answer, a retry)."""
+    if k >= len(messages) - 1:
+        return "question"
+    m = messages[k]
+    if m["role"] == "system":
+        return "persona"
+    if m["role"] == "user" and m["content"].startswith("<memories>"):
+        return "memories"
+    if m["role"] == "user" and m["content"].startswith("<situation>"):
+        return "situation"
+    return "other turns"
+
+
+def _by_piece(messages: list[dict[str, str]], bounds: tuple[int, ...], n: int, reused: int,
+              into: dict[str, int]) -> None:
+    """Add the evaluated tokens (those after ``reused``) to the kinds of the pieces they lie in."""
+    starts = (0, *bounds)
+    ends = (*bounds, n)
+    for k, (a, b) in enumerate(zip(starts, ends, strict=True)):
+        fresh = b - max(a, reused)
+        if fresh > 0:
+            kind = piece_kind(messages, k if k < len(bounds) else len(messages) - 1)
+            into[kind] = into.get(kind, 0) + fresh
+
+
 def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: TokenCounts,
-          probes: TokenCounts | None = None) -> None:
+          probes: TokenCounts | None = None, pieces: dict[str, int] | None = None) -> None:
     """Replay ``calls`` through ``prefix`` as ``LlamaCppBackend.generate`` orders a batch: sorted by
     the messages' JSON, scored questions first (one at a time), then the generated answers
     ``n_seq`` at a time, each in the sequence ``PrefixCache.slots`` gives it."""
@@ -181,6 +210,8 @@ def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: Toke
                 target = probes if probes is not None and call.purpose.startswith("probe") else counts
                 target.count(len(tokens), reused, call.purpose)
                 target.generated += call.generated
+                if pieces is not None and target is counts:
+                    _by_piece(call.messages, bounds, len(tokens), reused, pieces)
 
 
 def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int) -> RunCost:
@@ -194,7 +225,7 @@ def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int) -> RunCost
     seqs = TokenSequences(sequences, int(llm.get("context_tokens", 2048)), kv_bytes_per_token(chat))
     prefix = PrefixCache.sized(seqs, cache_mb)  # type: ignore[arg-type]
     result = RunCost(run["run_id"], db["agents"].count, ticks * run["tick_minutes"] / 60, TokenCounts())
-    count(calls_of(db, run["model"]), chat, prefix, result.counts, result.probes)
+    count(calls_of(db, run["model"]), chat, prefix, result.counts, result.probes, result.pieces)
     return result
 
 
@@ -220,6 +251,17 @@ def report(costs: list[RunCost], console: Console) -> None:
         pt.add_row(purpose, str(n), f"{p / n:,.0f}", f"{(p - r) / n:,.0f}", f"{r / max(1, p):.0%}",
                    f"{(p - r) / total:.0%}")
     console.print(pt)
+    kinds: dict[str, int] = defaultdict(int)
+    for c in costs:
+        for kind, n in c.pieces.items():
+            kinds[kind] += n
+    kt = Table(title="evaluated tokens by what they hold, all runs together")
+    for col in ("piece", "evaluated", "share", "per person per game hour"):
+        kt.add_column(col, justify="right")
+    person_hours = sum(c.agents * c.game_hours for c in costs) or 1
+    for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        kt.add_row(kind, f"{n:,}", f"{n / total:.0%}", f"{n / person_hours:,.0f}")
+    console.print(kt)
 
 
 def main() -> None:
@@ -239,7 +281,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps([{"run": c.run, "agents": c.agents, "game_hours": c.game_hours,
                                           "per_person_hour": c.per_person_hour, **vars(c.counts),
-                                          "probes": vars(c.probes)} for c in costs], indent=2) + "\n")
+                                          "probes": vars(c.probes), "pieces": c.pieces} for c in costs], indent=2) + "\n")
 
 
 if __name__ == "__main__":

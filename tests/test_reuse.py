@@ -86,3 +86,29 @@ def test_the_count_is_the_real_backends():
         backend.close()
     assert (simulated.requests, simulated.prompt, simulated.reused) == (real.requests, real.prompt, real.reused)
     assert simulated.by_purpose == real.by_purpose
+
+
+def test_evaluated_tokens_are_split_by_what_their_piece_holds():
+    """The pieces table adds up to the evaluated count, and names each piece by its message: a
+    person's persona once, each memory batch once, the situation and the question every call."""
+    from simulation.llm.llamacpp.backend import _vocab_chat, bundled_model_path
+
+    chat = _vocab_chat(bundled_model_path())
+    persona = _persona(0)
+    calls = []
+    for tick in range(2):
+        batches = [{"role": "user", "content": f"<memories>\nSaw neighbour {t}.\n</memories>"} for t in range(tick + 1)]
+        situation = {"role": "user", "content": f"<situation>\nIt is {8 + tick}:00.\n</situation>"}
+        calls.append(reuse.Call(tick, "aim", [persona, *batches, situation, {"role": "user", "content": "1 or 2?"}],
+                                scored=False, generated=0))
+    counts = TokenCounts()
+    pieces: dict[str, int] = {}
+    prefix = PrefixCache(reuse.TokenSequences(8, 1 << 20, reuse.kv_bytes_per_token(chat)), 1 << 30, 1 << 29)
+    reuse.count(calls, chat, prefix, counts, pieces=pieces)  # type: ignore[arg-type]
+    assert sum(pieces.values()) == counts.evaluated
+    assert set(pieces) == {"persona", "memories", "situation", "question"}
+    tokens, bounds = chat.pieces(calls[-1].messages)
+    assert pieces["persona"] == bounds[0]  # evaluated once, at the first call
+    assert pieces["memories"] == bounds[2] - bounds[0]  # two batches, each once
+    assert reuse.piece_kind(calls[0].messages, 0) == "persona"
+    assert reuse.piece_kind(calls[0].messages, 3) == "question"
