@@ -87,8 +87,8 @@ class BenchmarkResult:
 
 
 def metric_order(name: str) -> tuple[int, str]:
-    """Where a metric goes in a report: talk, plans, facts, probes, relationships, memory, the LLM."""
-    groups = ["talk", "plans", "facts", "probes", "relationships", "memory", "llm"]
+    """Where a metric goes in a report: talk, plans, facts, story, probes, relationships, memory, the LLM."""
+    groups = ["talk", "plans", "facts", "story", "probes", "relationships", "memory", "llm"]
     head = name.split(".", 1)[0]
     return (groups.index(head) if head in groups else len(groups), name)
 

@@ -151,6 +151,7 @@ def behaviour(
     from simulation.rundb.behaviour import failing_purposes
 
     from simulation.rundb.attendance import attendance
+    from simulation.rundb.beats import beats
     from simulation.rundb.metrics import people
 
     store = RunStore.open(run_dir)
@@ -160,6 +161,7 @@ def behaviour(
         metrics = compute(store.db, store.run_id)
         store.replace_behaviour(metrics)
         turnout, names = attendance(store.db, store.run_id), people(store.db, store.run_id)
+        story = beats(store.db, store.run_id)
     finally:
         store.close()
     table = Table(title=f"Behaviour of {escape(str(run_dir))}", title_justify="left")
@@ -187,6 +189,13 @@ def behaviour(
             f"invited {len(a.invited)}, of whom came {who(a.invited_came)}; aware when it began {len(a.aware)}, "
             f"of whom came {who(a.aware_came)}; put it in their plan {who(a.planned)} "
             f"(of {len(a.planners)} who planned the day knowing it)", highlight=False, soft_wrap=True)
+    for b in story:
+        state = ("[green]reached[/] at " + str(b.reached_at) if b.reached else "[red]missed[/]" if b.reached is False
+                 else "not decided yet (the run stopped before its deadline)")
+        people_shown = escape(", ".join(names.get(i, i) for i in b.who)) or "nobody"
+        counted = "aware by then" if b.kind == "reach" else "the largest gathering"
+        common.console.print(f"[bold]beat {escape(b.id)}[/] ({b.kind}, {b.needed} needed by {b.by}): {state}; "
+                             f"{counted}: {people_shown}", highlight=False, soft_wrap=True)
 
 
 @user_errors

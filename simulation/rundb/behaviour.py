@@ -54,6 +54,11 @@ happenings (per fact F with a place, a day and a time range, once the run has pa
   and ``facts.F.attended_aware`` (aware when the window began; of them, who came),
   ``facts.F.planned`` and ``facts.F.planned_share`` (of the people aware when they planned its
   day, those whose plan put it in; the share)
+story (the scenario's ``story.beats`` whose deadline the run reached, or that it reached earlier;
+``rundb.beats`` defines each)
+  ``story.beats`` (beats decided), ``story.beats_reached`` (the share of them reached),
+  ``story.B.reached`` (1 or 0) and ``story.B.people`` (a reach beat: its people aware by the
+  deadline; a gather beat: the largest gathering inside its window) per beat id B
 probes (per fact id F asked about; verdicts in ``provenance.rules``)
   ``probes.F.right_share`` (of aware people's usable answers: every detail asked right and nothing
   else named), ``probes.F.mixed_share`` (a right detail named beside a wrong one),
@@ -89,6 +94,7 @@ from typing import Any
 
 from simulation.provenance.rules import FAILED, HONEST, INVENTED, MISSED, MIXED, PARTIAL, RIGHT, WRONG
 from simulation.rundb.attendance import attendance
+from simulation.rundb.beats import beats
 from simulation.rundb.connect import column_names, table_names
 from simulation.rundb.examples import example_utterances
 from simulation.rundb.groups import UNGROUPED, group_of
@@ -132,6 +138,7 @@ def behaviour(con: Any, run_id: str) -> Metrics:
     out.update(_llm(con, run_id, n, hours, stayed, ticks))
     out.update(_facts(con, run_id))
     out.update(_attendance(con, run_id))
+    out.update(_beats(con, run_id))
     out.update(_probes(con, run_id))
     out.update(_memory(con, run_id, hours, stayed, ticks))
     density = density_by_tick(con, run_id)
@@ -450,6 +457,18 @@ def _attendance(con: Any, run_id: str) -> Metrics:
         out[f"facts.{fid}.attended_aware"] = float(len(a.aware_came))
         out[f"facts.{fid}.planned"] = float(len(a.planned))
         out[f"facts.{fid}.planned_share"] = _ratio(len(a.planned), len(a.planners))
+    return out
+
+
+def _beats(con: Any, run_id: str) -> Metrics:
+    decided = [b for b in beats(con, run_id) if b.reached is not None]
+    if not decided:
+        return {}
+    out: Metrics = {"story.beats": float(len(decided)),
+                    "story.beats_reached": sum(bool(b.reached) for b in decided) / len(decided)}
+    for b in decided:
+        out[f"story.{b.id}.reached"] = float(bool(b.reached))
+        out[f"story.{b.id}.people"] = float(len(b.who))
     return out
 
 

@@ -7,7 +7,7 @@ duplicate id is a problem at the line that names it, all of them reported togeth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import networkx as nx
@@ -145,6 +145,7 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
             for j, aid in enumerate(probe.agents):
                 if aid not in agent_ids:
                     problems.append(doc.problem(("probes", i, "agents", j), f"unknown persona {aid!r}"))
+    problems += _beats(doc, sc, place_ids, fact_ids, agent_ids, end)
     topic_ids: set[str] = set()
     for i, topic in enumerate(sc.topics):
         if topic.id in topic_ids:
@@ -165,6 +166,31 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
                 if other not in agent_ids:
                     problems.append(doc.problem(("personas", i, "persona", "relationships", other),
                                                 f"unknown persona {other!r}"))
+    return problems
+
+
+def _beats(doc: YamlDocument, sc: Scenario, place_ids: dict[str, int], fact_ids: dict[str, int],
+           agent_ids: dict[str, int], end: datetime) -> list[Problem]:
+    """A beat names a fact, a place and people that exist, and a deadline inside the run."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for i, beat in enumerate(sc.story.beats):
+        at = ("story", "beats", i)
+        if beat.id in seen:
+            problems.append(doc.problem((*at, "id"), f"duplicate beat id {beat.id!r}"))
+        seen.add(beat.id)
+        if beat.fact is not None and beat.fact not in fact_ids:
+            problems.append(doc.problem((*at, "fact"), f"unknown fact {beat.fact!r}"))
+        if beat.place is not None and beat.place not in place_ids:
+            problems.append(doc.problem((*at, "place"), f"unknown place {beat.place!r}"))
+        for j, aid in enumerate(beat.people if isinstance(beat.people, list) else []):
+            if aid not in agent_ids:
+                problems.append(doc.problem((*at, "people", j), f"unknown persona {aid!r}"))
+        for key in ("after", "by"):
+            when = getattr(beat, key)
+            if when is not None and not sc.clock.start <= when <= end:
+                problems.append(doc.problem((*at, key), f"{when:%Y-%m-%d %H:%M} is outside the run "
+                                            f"({sc.clock.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M})"))
     return problems
 
 

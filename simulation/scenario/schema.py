@@ -17,6 +17,7 @@ from simulation.llm.registry import AnyLLMSettings
 from simulation.scenario.measures import Fact, FactDetail, Probe, Topic
 from simulation.scenario.people import PersonaEntry, PopulationEntry
 from simulation.scenario.settings import CognitionSettings, MemorySettings, changed_section
+from simulation.scenario.story import Story
 from simulation.scenario.timeline import Clock, ScheduledEvent
 from simulation.scenario.town import Town
 
@@ -45,6 +46,8 @@ class Scenario(StrictModel):
     probes: list[Probe] = Field(default_factory=list)
     facts: list[Fact] = Field(default_factory=list, description="news whose spread through the town is traced")
     topics: list[Topic] = Field(default_factory=list, description="older keyword topics: loaded, no longer measured")
+    story: Story = Field(default_factory=Story, description="the beats the story should reach, scored in the "
+                         "behaviour report")
     llm: AnyLLMSettings = Field(default_factory=registry.default_settings,
                                 description="the LLM: 'backend' picks which, and which other settings apply")
     cognition: CognitionSettings = Field(default_factory=CognitionSettings)
