@@ -18,7 +18,7 @@ from typing import Any
 
 from simulation.agents import AgentState
 from simulation.cognition import MindSettings, Phase, TickNotes
-from simulation.core import Aim, Happening, Move, PlaceEvent, Status
+from simulation.core import Aim, Happening, MemoryKind, Move, PlaceEvent, Provenance, Source, Status
 from simulation.llm.backend import estimate_tokens
 from simulation.llm.client import Answer, Rating
 from simulation.memory import MemoryNode, MemoryStream, MemoryView
@@ -61,6 +61,12 @@ class FakeMind:
     ended: list[Conversation] = field(default_factory=list)
     said: list[tuple[str, Move, str]] = field(default_factory=list)
     """(speaker, move, words) of every line said through ``say``."""
+    aware_of: dict[str, set[str]] = field(default_factory=dict)
+    """fact id -> who is aware of it (``aware``)."""
+    facts: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """fact id -> (name, text) (``fact_name``, ``fact_text``)."""
+    whispered: list[tuple[str, str, str | None, dict[str, Any]]] = field(default_factory=list)
+    """(person, text, fact, data) of every ``whisper``."""
     tokens: Callable[[list[dict[str, str]]], int] = estimate_tokens
     """How ``count_tokens`` counts a prompt (the estimate a backend without a tokenizer gets)."""
     counted: int = 0
@@ -233,6 +239,21 @@ class FakeMind:
     def record(self, who, kind, text, data=None):
         self.recorded.append((who.id if who else None, kind, text))
         return len(self.recorded)
+
+    def whisper(self, person: AgentState, text: str, fact: str | None, data: dict[str, Any]) -> int:
+        self.whispered.append((person.id, text, fact, dict(data)))
+        node = self.remember(person.id, MemoryKind.THOUGHT, text, Provenance(Source.WHISPERED, fact=fact))
+        person.news.append(node.id)
+        return node.id
+
+    def aware(self, fact_id: str) -> set[str]:
+        return set(self.aware_of.get(fact_id, set()))
+
+    def fact_name(self, fact_id: str) -> str:
+        return self.facts.get(fact_id, (fact_id.replace("_", " "), ""))[0]
+
+    def fact_text(self, fact_id: str) -> str:
+        return self.facts.get(fact_id, ("", ""))[1]
 
     def record_plan(self, who, items, ok) -> None:
         self.plans.append((who.id, list(items), ok))

@@ -83,6 +83,9 @@ def test_a_run_without_beats_has_no_story_metrics(tmp_path):
     assert beats(con, RUN_ID) == []
     assert not [k for k in behaviour(con, RUN_ID) if k.startswith("story.")]
     con.close()
+    con = connect_ro(tiny_story(tmp_path / "open", [BEATS[3]]) / "run.db")
+    assert {k: v for k, v in behaviour(con, RUN_ID).items() if k.startswith("story.")} == {"story.nudges": 0.0}
+    con.close()
 
 
 def test_a_beat_is_one_kind_with_people_it_can_count():

@@ -50,7 +50,20 @@ def mind(personas) -> FakeMind:
 def test_the_default_list_is_todays_tick_in_order():
     assert [p.name for p in default_phases()] == list(DEFAULT) == [
         "perceive", "importance", "decide", "converse", "recap", "reflect"]
-    assert set(PHASES) == set(DEFAULT)
+    assert set(PHASES) == {*DEFAULT, "director"}  # the director runs when a scenario's story asks for it
+
+
+def test_a_story_with_a_director_runs_it_first(flagship):
+    from simulation.cognition.director import Director
+    from simulation.cognition.phases import scenario_phases
+    from simulation.scenario.story import Story
+
+    sc = flagship.scenario.model_copy(update={"story": Story(director=True)})
+    directed = flagship.model_copy(update={"scenario": sc})
+    assert [p.name for p in scenario_phases(None, directed)] == ["director", *DEFAULT]
+    assert [p.name for p in scenario_phases(["perceive", "decide", "director"], directed)] == \
+        ["perceive", "decide", "director"], "a list that names it keeps it where it is"
+    assert not any(isinstance(p, Director) for p in scenario_phases(None, flagship))
 
 
 def test_perceive_notes_who_is_here_and_who_thinks(mind):

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from simulation.core import EventKind, Happening, MemoryKind, Move, PlanItem, Provenance
 from simulation.errors import RunError
+from simulation.scenario.story import Story
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -77,6 +78,8 @@ class MindSettings:
     probe_temperature: float | None = 0.0
     """The temperature a probe's answer is asked at (``cognition.probe_temperature``); None: the
     model's own, as every other question."""
+    story: Story = field(default_factory=Story)
+    """The scenario's beats and whether a director keeps the town on them (``cognition.director``)."""
     live_context: bool = False
     """Whether questions show the person's working memory for the day, one message per batch of
     memories first shown together, instead of each question's own retrieval
@@ -241,6 +244,23 @@ class Mind(Protocol):
 
     # recording
     def record(self, who: AgentState | None, kind: EventKind, text: str, data: dict[str, Any] | None = None) -> int | None: ...
+    def whisper(self, person: AgentState, text: str, fact: str | None, data: dict[str, Any]) -> int:
+        """A director's nudge: ``text`` becomes a thought of ``person`` (a whispered memory, tied to a
+        ``nudge`` event with ``data``; ``fact``: the fact the thought is). The memory's id."""
+        ...
+
+    # the story's facts
+    def aware(self, fact_id: str) -> set[str]:
+        """Who is aware of fact ``fact_id`` by the last committed tick (the provenance tracker's count)."""
+        ...
+
+    def fact_name(self, fact_id: str) -> str:
+        """What the town calls a fact, said after "the" (``facts[].name``)."""
+        ...
+
+    def fact_text(self, fact_id: str) -> str:
+        """The fact as one would tell it (``facts[].text``, as it stands now)."""
+        ...
     def record_plan(self, who: AgentState, items: list[PlanItem], ok: bool) -> None: ...
     def record_schedule(self, who: AgentState, level: str, parent: str, items: list[dict[str, Any]],
                         ok: bool) -> None: ...

@@ -7,6 +7,9 @@ conversation that ended), reflect (people past their importance threshold). A sc
 ``cognition.phases`` lists names from ``PHASES`` or ``package.module:Class`` paths of phases
 of one's own; the Python API takes ``Phase`` objects (``Simulation.from_yaml(..., phases=...)``).
 
+A scenario whose ``story.director`` is on also runs the director (``cognition.director``), first
+in the tick, unless its list already names it.
+
 Whatever the list, its order is checked before a tick runs (``order_problems``): a phase that
 reads a note of the tick (``Phase.reads``) that no earlier phase writes is bad input, located at
 its entry of ``cognition.phases`` and naming what it lacks and which phase writes it (listing
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from simulation.cognition.converse import Converse, Recap
 from simulation.cognition.decide import Decide
+from simulation.cognition.director import Director
 from simulation.cognition.importance import RateImportance
 from simulation.cognition.perceive import Perceive
 from simulation.cognition.phase import Phase
@@ -30,7 +34,8 @@ from simulation.errors import InputError, Problem
 if TYPE_CHECKING:
     from simulation.scenario import LoadedScenario
 
-PHASES: dict[str, type[Phase]] = {p.name: p for p in (Perceive, RateImportance, Decide, Converse, Recap, Reflect)}
+PHASES: dict[str, type[Phase]] = {p.name: p for p in (Director, Perceive, RateImportance, Decide, Converse, Recap,
+                                                      Reflect)}
 DEFAULT = ("perceive", "importance", "decide", "converse", "recap", "reflect")
 
 
@@ -84,8 +89,9 @@ def scenario_phases(names: Sequence[str] | None, loaded: LoadedScenario | None =
     """The phases a scenario's ``cognition.phases`` names (the default list when None), in an order
     that works (``order_problems``); a name that is no phase, or a wrong order, is bad input located
     in the scenario file (``loaded``, when given)."""
+    directed = loaded is not None and loaded.scenario.story.director
     if names is None:
-        return default_phases()
+        return [Director(), *default_phases()] if directed else default_phases()
 
     def problem(index: int | None, message: str) -> Problem:
         where = ("cognition", "phases") + (() if index is None else (index,))
@@ -104,6 +110,8 @@ def scenario_phases(names: Sequence[str] | None, loaded: LoadedScenario | None =
     found = order_problems(phases)
     if found:
         raise InputError([problem(i, message) for i, message in found])
+    if directed and not any(isinstance(p, Director) for p in phases):
+        phases.insert(0, Director())
     return phases
 
 

@@ -58,6 +58,9 @@ class EventKind(StrEnum):
     CONVERSATION_END = "conversation_end"
     INVITATION = "invitation"
     REFLECTION = "reflection"
+    NUDGE = "nudge"
+    """The director's nudge towards a story beat (``cognition.director``): a thought whispered to
+    someone (``data``: beat, why, fact when the thought is the fact itself)."""
     REFLECTION_SKIPPED = "reflection_skipped"
     """A reflection prompt that could not fit the context window even with one memory."""
 

@@ -58,7 +58,8 @@ story (the scenario's ``story.beats`` whose deadline the run reached, or that it
 ``rundb.beats`` defines each)
   ``story.beats`` (beats decided), ``story.beats_reached`` (the share of them reached),
   ``story.B.reached`` (1 or 0) and ``story.B.people`` (a reach beat: its people aware by the
-  deadline; a gather beat: the largest gathering inside its window) per beat id B
+  deadline; a gather beat: the largest gathering inside its window) per beat id B;
+  ``story.nudges`` (the director's nudges, ``nudge`` events; 0 without a director)
 probes (per fact id F asked about; verdicts in ``provenance.rules``)
   ``probes.F.right_share`` (of aware people's usable answers: every detail asked right and nothing
   else named), ``probes.F.mixed_share`` (a right detail named beside a wrong one),
@@ -461,11 +462,16 @@ def _attendance(con: Any, run_id: str) -> Metrics:
 
 
 def _beats(con: Any, run_id: str) -> Metrics:
-    decided = [b for b in beats(con, run_id) if b.reached is not None]
-    if not decided:
+    found = beats(con, run_id)
+    if not found:
         return {}
-    out: Metrics = {"story.beats": float(len(decided)),
-                    "story.beats_reached": sum(bool(b.reached) for b in decided) / len(decided)}
+    out: Metrics = {"story.nudges": float(con.execute(
+        "select count(*) from events where run_id = ? and kind = 'nudge'", [run_id]).fetchone()[0])}
+    decided = [b for b in found if b.reached is not None]
+    if not decided:
+        return out
+    out.update({"story.beats": float(len(decided)),
+                "story.beats_reached": sum(bool(b.reached) for b in decided) / len(decided)})
     for b in decided:
         out[f"story.{b.id}.reached"] = float(bool(b.reached))
         out[f"story.{b.id}.people"] = float(len(b.who))

@@ -14,15 +14,16 @@ checkable goal with a deadline:
   and ``by``; when ``people`` are named, only they count.
 
 The behaviour report scores every beat whose deadline the run reached (``rundb.beats``,
-``story.beats_reached``); a beat is also what a director would keep the town on (issue 37's next
-step), so it says what should happen in the terms the record can check.
+``story.beats_reached``). With ``director: on`` a phase nudges the beat furthest behind its
+schedule each game hour, at most ``nudges_per_day`` times a game day
+(``simulation.cognition.director``); the report counts the nudges (``story.nudges``).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NaiveDatetime, model_validator
+from pydantic import Field, NaiveDatetime, StrictBool, model_validator
 
 from simulation.formats.fields import Identifier, LongText, StrictModel
 
@@ -79,3 +80,6 @@ class Beat(StrictModel):
 class Story(StrictModel):
     beats: list[Beat] = Field(default_factory=list, max_length=200,
                               description="what should happen, by when: each scored in the behaviour report")
+    director: StrictBool = Field(False, description="on: a director phase nudges the beat furthest behind "
+                                 "each game hour (simulation/cognition/director.py)")
+    nudges_per_day: int = Field(3, ge=0, le=100, description="the director's nudges at most, per game day")

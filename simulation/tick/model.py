@@ -118,6 +118,8 @@ class TownModel(mesa.Model):
             hub=self.hub, social=self.social, agents=self.people, order=[a.state for a in self.order],
             conversations=self.conversations, recorder=self.recorder, place_events=lambda: self.place_events,
             happenings=self._happenings, models=settings.llm.groups,
+            aware=lambda fact: self.facts.aware.get(fact, set()) if self.facts is not None else set(),
+            facts=lambda: {f.id: (f.name or f.id.replace("_", " "), f.text) for f in self._as_now.facts},
         )
         self.phases: list[Phase] = (list(phases) if phases is not None
                                     else scenario_phases(sc.cognition.phases, self.loaded))

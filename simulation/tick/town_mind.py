@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from simulation.agents import AgentState
 from simulation.cognition.mind import MindSettings, TickNotes
-from simulation.core import EventKind, Happening, MemoryKind, Moment, Move, PlaceEvent, PlanItem, Provenance, Purpose
+from simulation.core import (EventKind, Happening, MemoryKind, Moment, Move, PlaceEvent, PlanItem, Provenance, Purpose,
+                             Source)
 from simulation.llm.client import Answer, LLMClient, Rating
 from simulation.memory import MemoryNode, MemoryView, TownMemory
 from simulation.record.recorder import Recorder
@@ -39,10 +40,13 @@ class TownMind:
                  order: list[AgentState], conversations: Conversations, recorder: Recorder,
                  place_events: Callable[[], list[PlaceEvent]],
                  happenings: Callable[[str], list[Happening]] = lambda _person: [],
-                 models: Mapping[str, LLMSettings] | None = None):
+                 models: Mapping[str, LLMSettings] | None = None,
+                 aware: Callable[[str], set[str]] = lambda _fact: set(),
+                 facts: Callable[[], Mapping[str, tuple[str, str]]] = dict):
         """``models``: each model group's LLM settings (``llm.groups``), whose context window and
         temperature hold for its people (``settings_of``); whose people they are, the client's
-        routes say (``LLMClient.route``)."""
+        routes say (``LLMClient.route``). ``aware``: who is aware of a fact (the provenance
+        tracker); ``facts``: fact id -> (name, text) as the facts stand now."""
         self.settings = settings
         self.notes = TickNotes()
         self._moment = moment
@@ -58,6 +62,8 @@ class TownMind:
         self._recorder = recorder
         self._place_events = place_events
         self._happenings = happenings
+        self._aware = aware
+        self._facts = facts
         self._baselines: dict[str, list[float] | None] = {}
         self._asking: dict[str, asyncio.Future[list[float] | None]] = {}
         self._models = dict(models or {})
@@ -243,6 +249,22 @@ class TownMind:
     # recording
     def record(self, who: AgentState | None, kind: EventKind, text: str, data: dict[str, Any] | None = None) -> int | None:
         return self._recorder.event(who, kind, text, data)
+
+    def whisper(self, person: AgentState, text: str, fact: str | None, data: dict[str, Any]) -> int:
+        event_id = self._recorder.event(person, EventKind.NUDGE, text, {**data, **({"fact": fact} if fact else {})})
+        node = self._memory.add(person.id, MemoryKind.THOUGHT, text,
+                                Provenance(Source.WHISPERED, event_id=event_id, fact=fact))
+        person.news.append(node.id)
+        return node.id
+
+    def aware(self, fact_id: str) -> set[str]:
+        return set(self._aware(fact_id))
+
+    def fact_name(self, fact_id: str) -> str:
+        return self._facts().get(fact_id, (fact_id.replace("_", " "), ""))[0]
+
+    def fact_text(self, fact_id: str) -> str:
+        return self._facts().get(fact_id, ("", ""))[1]
 
     def record_plan(self, who: AgentState, items: list[PlanItem], ok: bool) -> None:
         self._recorder.plan(who, items, ok)

@@ -1,0 +1,138 @@
+"""The director (``cognition.director``): at the top of a game hour it nudges the story beat furthest
+behind, by a thought whispered to someone who could carry it, at most ``nudges_per_day`` a day;
+on a scripted run its nudges are events and whispered memories, and a run without it has none."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+
+import pytest
+from conftest import MINIMAL, step_run
+from fake_mind import FakeMind
+
+from simulation.agents import AgentState
+from simulation.cognition.director import Director
+from simulation.core import Status
+from simulation.rundb import connect_ro
+from simulation.rundb.behaviour import behaviour
+from simulation.scenario.story import Beat, Story
+
+START = datetime(2023, 2, 13, 7, 0)
+
+
+@pytest.fixture(scope="module")
+def personas():
+    from simulation.scenario import load
+
+    return {rp.persona.id: rp for rp in load(MINIMAL).people}
+
+
+def _mind(personas, story: Story, hour: int, minute: int = 0) -> FakeMind:
+    """ann at the cafe, aware of the party; bob at home; cat (a copy of bob) at home; ann's ties:
+    warm to cat, none to bob. The run started at 07:00 (10-minute ticks)."""
+    ann, bob = personas["ann"], personas["bob"]
+    cat = bob.persona.model_copy(update={"id": "cat", "name": "Cat Cooper"})
+    people = {
+        "ann": AgentState(id="ann", persona=ann.persona, home=ann.home, place="cafe", status=Status.IDLE),
+        "bob": AgentState(id="bob", persona=bob.persona, home=bob.home, place="home_a", status=Status.IDLE),
+        "cat": AgentState(id="cat", persona=cat, home=bob.home, place="home_a", status=Status.IDLE),
+    }
+    now = START.replace(hour=hour, minute=minute)
+    mind = FakeMind(people, now=now, tick=int((now - START).total_seconds() // 600),
+                    aware_of={"party": {"ann"}}, facts={"party": ("party", "Ann is throwing a party at the cafe.")})
+    mind.settings = dataclasses.replace(mind.settings, story=story)
+    mind.social.seed("ann", "cat", "an old friend")
+    mind.social.after_conversation("ann", "cat", 0.6, "an old friend")
+    return mind
+
+
+SPREAD = Beat(id="spread", fact="party", people="all", by="2023-02-13 08:30")
+
+
+def test_a_lagging_reach_beat_gets_a_carrier_and_a_name(personas):
+    """At 08:00 two of three should know by a steady pace to 08:30; one does: ann is told that the
+    person she is closest to has not heard, and learns nothing new herself."""
+    mind = _mind(personas, Story(beats=[SPREAD], director=True), hour=8)
+    mind.run(Director())
+    assert mind.whispered == [("ann", "Cat Cooper has not heard about the party yet.", None,
+                               {"beat": "spread", "why": "cat has not heard it"})]
+    assert mind.person("ann").news, "the thought is news she may pass on"
+
+
+def test_only_on_the_hour_and_not_past_the_days_limit(personas):
+    director = Director()
+    story = Story(beats=[SPREAD.model_copy(update={"by": datetime(2023, 2, 13, 11, 0)})], director=True,
+                  nudges_per_day=1)  # behind at 09:00 (1.5 of 3 expected, 1 aware) and at 10:00 (2.25)
+    for hour, minute in ((8, 10), (9, 0), (10, 0)):
+        mind = _mind(personas, story, hour, minute)
+        mind.run(director)
+        assert len(mind.whispered) == (1 if (hour, minute) == (9, 0) else 0), (hour, minute)
+    assert director.used == {"2023-02-13": 1}
+
+
+def test_nobody_behind_schedule_and_the_director_off_make_no_nudge(personas):
+    early = _mind(personas, Story(beats=[SPREAD], director=True), hour=7)  # nothing expected yet
+    early.run(Director())
+    off = _mind(personas, Story(beats=[SPREAD], director=False), hour=8)
+    off.run(Director())
+    assert early.whispered == [] and off.whispered == []
+
+
+def test_a_fact_nobody_knows_is_whispered_to_the_best_connected(personas):
+    mind = _mind(personas, Story(beats=[SPREAD], director=True), hour=8)
+    mind.aware_of = {"party": set()}
+    mind.run(Director())
+    assert mind.whispered == [("ann", "Ann is throwing a party at the cafe.", "party",
+                               {"beat": "spread", "why": "nobody in the town knows it"})]
+
+
+def test_a_gathering_nudges_someone_elsewhere_from_an_hour_before(personas):
+    meet = Beat(id="meet", place="cafe", count=2, after="2023-02-13 09:00", by="2023-02-13 10:00")
+    story = Story(beats=[meet], director=True)
+    too_early = _mind(personas, story, hour=7)
+    too_early.run(Director())
+    mind = _mind(personas, story, hour=8)
+    mind.run(Director())
+    assert too_early.whispered == []
+    assert [(who, text) for who, text, _, _ in mind.whispered] == [("bob", "Bob feels like going to Cafe at 09:00.")]
+
+
+def test_what_it_used_and_whom_it_nudged_survive_a_resume(personas):
+    story = Story(beats=[SPREAD], director=True, nudges_per_day=2)
+    first = Director()
+    _mind(personas, story, hour=8).run(first)
+    resumed = Director()
+    resumed.restore(first.state())
+    assert resumed.state() == first.state() == {"used": {"2023-02-13": 1}, "nudged": [["spread", "ann"]]}
+    mind = _mind(personas, story, hour=8)  # the same hour again: behind, and one nudge of two left
+    mind.run(resumed)
+    assert mind.whispered == [], "ann, the only one aware, was nudged for this beat already"
+
+
+def test_a_scripted_run_records_the_nudges(make_run, scripted, flagship):
+    """The small flagship, scripted, with a beat that everyone knows of the party by 08:30 and the
+    director on: at 08:00 the beat is behind, and the nudge is a ``nudge`` event and a whispered
+    thought of an aware person; the same run without the director has none."""
+    everyone = Beat(id="everyone", fact="party", people="all", by="2023-02-13 08:30")
+    runs = {}
+    for director in (True, False):
+        sc = flagship.scenario.model_copy(deep=True)
+        sc.story = Story(beats=[everyone], director=director)
+        run = step_run(make_run(scripted, ticks=7, loaded=flagship.model_copy(update={"scenario": sc})))
+        run.close()
+        runs[director] = run
+    con = connect_ro(runs[True].run_dir / "run.db")
+    nudges = con.execute("select sim_time, agent_id, text, data from events where run_id = ? and kind = 'nudge'",
+                         [runs[True].run_id]).fetchall()
+    whispered = con.execute("select agent_id, text from memories where run_id = ? and source = 'whispered' and "
+                            "tick = 6", [runs[True].run_id]).fetchall()
+    metrics = behaviour(con, runs[True].run_id)
+    con.close()
+    assert [(t, a) for t, a, _, _ in nudges] == [("2023-02-13 08:00", "isabella_rodriguez")]
+    assert nudges[0][2].endswith("has not heard about the Valentine's Day party yet.")
+    assert [tuple(w) for w in whispered] == [(nudges[0][1], nudges[0][2])]
+    assert metrics["story.nudges"] == 1
+    con = connect_ro(runs[False].run_dir / "run.db")
+    assert con.execute("select count(*) from events where kind = 'nudge'").fetchone()[0] == 0
+    con.close()
