@@ -94,6 +94,11 @@ class Persona(StrictModel):
     )
     backstory: LongText = ""
     speaking_style: LongText = ""
+    # SimsChat's inner life (Yang et al., 2024): what the person wants from life and what they are
+    # good at. Optional; shown in the persona block when given.
+    aspiration: LongText = Field("", description="what they want from life, in a sentence (SimsChat's aspiration)")
+    skills: list[ShortText] = Field(default_factory=list, max_length=12,
+                                    description="what they are good at: cooking, carpentry, arguing a case ...")
     routine: Routine
     relationships: dict[Identifier, LongText] = Field(
         default_factory=dict, description="how this person sees others, by persona id"
