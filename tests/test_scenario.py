@@ -203,6 +203,8 @@ BAD_CASES: dict[str, tuple[str | tuple[str, ...], int | None, str | None]] = {
     "fact_unknown_place.yaml": ("unknown place 'moon'", 19, "facts[0].details[0].value"),
     "probe_unknown_fact.yaml": ("unknown fact 'parti'", 18, "probes[0].fact"),
     "beat_unknown_fact.yaml": ("unknown fact 'rumour'", 19, "story.beats[0].fact"),
+    "prop_unknown_object.yaml": ("'harp' is not one of the objects at 'cafe' (counter, piano)", 16,
+                                 "events[0].object"),
     "beat_fact_and_place.yaml": ("names exactly one of them", 19, "story.beats[0]"),
     "routine_unknown_place.yaml": ("unknown place 'pub' (home, work or a place of the town)", 25,
                                    "personas[0].persona.routine.day[2].place"),

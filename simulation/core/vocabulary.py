@@ -58,6 +58,8 @@ class EventKind(StrEnum):
     CONVERSATION_END = "conversation_end"
     INVITATION = "invitation"
     REFLECTION = "reflection"
+    PROP = "prop"
+    """An object at a place changed state (``place``; ``data``: object, state, was)."""
     NUDGE = "nudge"
     """The director's nudge towards a story beat (``cognition.director``): a thought whispered to
     someone (``data``: beat, why, fact when the thought is the fact itself)."""

@@ -109,6 +109,10 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
             problems.append(doc.problem(("events", i, "to"), f"unknown persona {ev.to!r}"))
         if ev.place is not None and ev.place not in place_ids:
             problems.append(doc.problem(("events", i, "place"), f"unknown place {ev.place!r}"))
+        elif ev.object is not None and ev.place is not None and \
+                ev.object not in sc.town.places[place_ids[ev.place]].objects:
+            problems.append(doc.problem(("events", i, "object"), f"{ev.object!r} is not one of the objects at "
+                                        f"{ev.place!r} ({', '.join(sc.town.places[place_ids[ev.place]].objects)})"))
         if ev.kind == "setting" and ev.setting is not None:
             try:
                 sc.with_setting(ev.setting, ev.value)

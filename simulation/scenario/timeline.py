@@ -13,13 +13,13 @@ from typing import Literal
 
 from pydantic import Field, NaiveDatetime, StrictBool, StrictFloat, StrictInt, model_validator
 
-from simulation.formats.fields import Identifier, LongText, StrictModel
+from simulation.formats.fields import Identifier, LongText, ShortText, StrictModel
 from simulation.scenario.measures import FactDetail, unique_names
 from simulation.scenario.people import PersonaEntry
 
 __all__ = ["CHANGEABLE", "KINDS", "Clock", "ScheduledEvent"]
 
-KINDS = ("whisper", "place_event", "setting", "arrival", "departure", "correction")
+KINDS = ("whisper", "place_event", "setting", "arrival", "departure", "correction", "prop")
 """The kinds of scheduled event (``ScheduledEvent.kind``)."""
 
 CHANGEABLE = ("cognition.attention_bandwidth", "cognition.max_conversation_turns", "cognition.min_conversation_turns",
@@ -68,13 +68,18 @@ class ScheduledEvent(StrictModel):
         "arrival: a person (person) arrives in the town at a place and lives there from then on; "
         "departure: a person (to) leaves the town: from then on they act, meet and are met no more; "
         "correction: a fact's text (and details) is corrected from then on: what later tellings and probe "
-        "answers are scored against"
+        "answers are scored against; "
+        "prop: an object (object) at a place (place) is in a new state (text) from then on, and the people "
+        "there notice the change for duration_minutes"
     )
-    text: LongText = Field(min_length=1, description="what is thought or seen; why a setting changes; the words "
+    text: LongText = Field(min_length=1, description="what is thought or seen; why a setting changes; a prop's new state; the words "
                            "the record gives an arrival or a departure; a correction's new text of the fact")
     to: Identifier | None = Field(None, description="persona id (whisper; departure: who leaves)")
     place: Identifier | None = Field(None, description="place id (place_event; arrival: where they arrive)")
-    duration_minutes: int = Field(60, ge=1, le=24 * 60, description="how long a place event lasts")
+    duration_minutes: int = Field(60, ge=1, le=24 * 60, description="how long a place event (or a prop's "
+                                  "change, as news at its place) lasts")
+    object: ShortText | None = Field(None, description="a prop event: the object (town.places[].objects) whose "
+                                     "state changes")
     fact: Identifier | None = Field(None, description="the fact (facts[].id) this whisper or place event brings "
                                     "into the town; a correction: the fact it corrects")
     setting: Literal[CHANGEABLE] | None = Field(None, description="the setting a 'setting' event changes")  # type: ignore[valid-type]
@@ -108,6 +113,11 @@ class ScheduledEvent(StrictModel):
         if self.kind == "correction" and not self.fact:
             raise ValueError("a correction needs 'fact' (the id of the fact whose text it corrects) and 'text' "
                              "(the fact's new text)")
+        if self.kind == "prop" and (not self.place or not self.object):
+            raise ValueError("a prop event needs 'place' (a place id), 'object' (one of its objects) and 'text' "
+                             "(the object's new state)")
+        if self.kind != "prop" and self.object is not None:
+            raise ValueError("'object' belongs to a prop event")
         if self.kind != "correction" and self.details is not None:
             raise ValueError("'details' belong to a correction")
         if self.details is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from simulation.formats.fields import Identifier, LongText, ShortText, StrictModel
 
@@ -15,6 +15,16 @@ class Place(StrictModel):
     kind: ShortText = Field(description="home, cafe, park, shop, college, bar, ...")
     description: LongText = ""
     objects: list[ShortText] = Field(default_factory=list, max_length=50)
+    states: dict[ShortText, ShortText] = Field(
+        default_factory=dict, description="object -> its state at the start ('locked', 'out of tune'); a 'prop' "
+        "event changes it during the run (simulation/world/props.py)")
+
+    @model_validator(mode="after")
+    def _states_of_objects(self) -> Place:
+        unknown = sorted(set(self.states) - set(self.objects))
+        if unknown:
+            raise ValueError(f"states: {', '.join(map(repr, unknown))} is not one of this place's objects")
+        return self
     position: tuple[float, float] | None = Field(
         None, description="x, y for the map in the viewer (default: a graph layout)"
     )

@@ -46,6 +46,7 @@ from simulation.scenario import resolve_path
 from simulation.tick.checkpoint import ModelState, capture, restore
 from simulation.tick.town_mind import TownMind
 from simulation.world.conversations import Conversations
+from simulation.world.props import Props
 from simulation.world.relationships import SocialGraph
 from simulation.world.town_map import TownMap
 
@@ -109,6 +110,7 @@ class TownModel(mesa.Model):
         self.conversations = Conversations(self._states, self.memory, self.recorder,
                                            self.buffer, self.moment, lambda: store.next_id("conversations"))
         self.place_events: list[PlaceEvent] = []
+        self.props = Props(sc.town.places)
         self.scheduled = sc.delivery_order()
         self._as_now = sc
         """The scenario with the setting and correction events delivered so far applied
@@ -118,6 +120,7 @@ class TownModel(mesa.Model):
             hub=self.hub, social=self.social, agents=self.people, order=[a.state for a in self.order],
             conversations=self.conversations, recorder=self.recorder, place_events=lambda: self.place_events,
             happenings=self._happenings, models=settings.llm.groups,
+            props=self.props,
             aware=lambda fact: self.facts.aware.get(fact, set()) if self.facts is not None else set(),
             facts=lambda: {f.id: (f.name or f.id.replace("_", " "), f.text) for f in self._as_now.facts},
         )
@@ -347,6 +350,8 @@ class TownModel(mesa.Model):
             self._depart(ev, fresh=fresh)
         elif ev.kind == "correction":
             self._correct(ev, fresh=fresh)
+        elif ev.kind == "prop":
+            self._prop(ev, fresh=fresh)
         elif not fresh:
             return
         elif ev.kind == "whisper":
@@ -362,6 +367,19 @@ class TownModel(mesa.Model):
             event_id = self.log_event(None, EventKind.PLACE_EVENT, ev.text, data, place=ev.place)
             self.place_events.append(PlaceEvent(
                 event_id or 0, ev.place or "", ev.text, ev.at + timedelta(minutes=ev.duration_minutes), ev.fact))
+
+    def _prop(self, ev: ScheduledEvent, *, fresh: bool = True) -> None:
+        """A prop event: the object's state is the event's text from now on. Fresh, a ``prop`` event is
+        written and the change is news at the place for ``duration_minutes`` (a place event, so the
+        people there notice it as any happening); resumed, only the state is made again."""
+        place, name = ev.place or "", ev.object or ""
+        was = self.props.set(place, name, ev.text)
+        if not fresh:
+            return
+        seen = f"The {name} is now {ev.text}."  # noticed as "At <place>: ..."
+        event_id = self.log_event(None, EventKind.PROP, seen, {"object": name, "state": ev.text, "was": was},
+                                  place=place)
+        self.place_events.append(PlaceEvent(event_id or 0, place, seen, ev.at + timedelta(minutes=ev.duration_minutes)))
 
     def _change_setting(self, ev: ScheduledEvent, *, log: bool = True) -> None:
         """A setting event: cognition reads the new value from this tick on (resume applies the

@@ -24,6 +24,7 @@ from simulation.llm.client import Answer, LLMClient, Rating
 from simulation.memory import MemoryNode, MemoryView, TownMemory
 from simulation.record.recorder import Recorder
 from simulation.world.conversations import Conversation, Conversations
+from simulation.world.props import Props
 from simulation.world.relationships import SocialGraph, Tie
 from simulation.world.town_map import TownMap
 
@@ -41,6 +42,7 @@ class TownMind:
                  place_events: Callable[[], list[PlaceEvent]],
                  happenings: Callable[[str], list[Happening]] = lambda _person: [],
                  models: Mapping[str, LLMSettings] | None = None,
+                 props: Props | None = None,
                  aware: Callable[[str], set[str]] = lambda _fact: set(),
                  facts: Callable[[], Mapping[str, tuple[str, str]]] = dict):
         """``models``: each model group's LLM settings (``llm.groups``), whose context window and
@@ -63,6 +65,7 @@ class TownMind:
         self._place_events = place_events
         self._happenings = happenings
         self._aware = aware
+        self._props = props if props is not None else Props(town.places.values())
         self._facts = facts
         self._baselines: dict[str, list[float] | None] = {}
         self._asking: dict[str, asyncio.Future[list[float] | None]] = {}
@@ -106,7 +109,7 @@ class TownMind:
         return self._town.places[place].kind
 
     def objects(self, place: str) -> list[str]:
-        return self._town.places[place].objects
+        return self._props.shown(place)
 
     # people
     def person(self, person_id: str) -> AgentState:
