@@ -124,12 +124,17 @@ class FakeMind:
         return Answer(value if ok else default, ok, len(self.asked), rejected)
 
     async def ask_rating(self, me, messages, options, values, *, default, purpose):
-        """``answers[purpose](options, default)`` gives the rating's value (the default without one)."""
+        """``answers[purpose](options, default)`` gives the rating's value (the default without one), or
+        the options' probabilities as a list."""
         self.asked.append(Asked(me.id, str(purpose), messages))
         answer = self.answers.get(str(purpose))
         if answer is None:
             return Rating(default, [], False, call_id=len(self.asked))
-        return Rating(float(answer(options, default)), [], True, call_id=len(self.asked))
+        given = answer(options, default)
+        if isinstance(given, (list, tuple)):  # the options' probabilities
+            return Rating(sum(p * v for p, v in zip(given, values, strict=True)), list(given), True,
+                          call_id=len(self.asked))
+        return Rating(float(given), [], True, call_id=len(self.asked))
 
     async def baseline(self, me, messages, options):
         """No content-free calibration: the fake's ratings are the choices it is told to make."""

@@ -50,7 +50,7 @@ def mind(personas) -> FakeMind:
 def test_the_default_list_is_todays_tick_in_order():
     assert [p.name for p in default_phases()] == list(DEFAULT) == [
         "perceive", "importance", "decide", "converse", "recap", "reflect"]
-    assert set(PHASES) == {*DEFAULT, "director"}  # the director runs when a scenario's story asks for it
+    assert set(PHASES) == {*DEFAULT, "director", "mood"}  # run when a scenario asks for them
 
 
 def test_a_story_with_a_director_runs_it_first(flagship):
@@ -64,6 +64,10 @@ def test_a_story_with_a_director_runs_it_first(flagship):
     assert [p.name for p in scenario_phases(["perceive", "decide", "director"], directed)] == \
         ["perceive", "decide", "director"], "a list that names it keeps it where it is"
     assert not any(isinstance(p, Director) for p in scenario_phases(None, flagship))
+    moody = flagship.model_copy(update={"scenario": sc.model_copy(update={
+        "cognition": sc.cognition.model_copy(update={"moods": True})})})
+    assert [p.name for p in scenario_phases(None, moody)] == ["director", "perceive", "importance", "decide",
+                                                               "converse", "recap", "mood", "reflect"]
 
 
 def test_perceive_notes_who_is_here_and_who_thinks(mind):

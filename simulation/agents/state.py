@@ -108,6 +108,17 @@ class AgentState(BaseModel):
     order, one message a batch, so the backend keeps them evaluated between calls."""
     working_day: date | None = None
     """The day ``working`` belongs to: a new day starts it afresh."""
+    # inner life (``cognition.moods``)
+    mood: str = ""
+    """How the person feels, one of ``cognition.mood.MOODS`` ("" until first asked)."""
+    valence: float = 0.0
+    """-1 (unpleasant) to 1 (pleasant): the expected valence over the mood's probabilities."""
+    arousal: float = 0.0
+    """-1 (sleepy) to 1 (keyed up): the expected arousal over the mood's probabilities."""
+    mood_seen: int = 0
+    """The newest memory id the mood was last asked after."""
+    mood_at: datetime | None = None
+    """When the mood was last asked (at most once a game hour)."""
     focus: Focus | None = Field(None, exclude=True)
     """What it reacts to this tick (set by perception)."""
     perceived: Perception = Field(default_factory=Perception, exclude=True)

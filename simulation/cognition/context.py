@@ -59,4 +59,5 @@ def situation(me: AgentState, mind: Mind) -> dict[str, Any]:
         "doing": "" if me.status in (Status.IDLE, Status.WAKING) else mind.doing(me),
         "thoughts": [],
         "memories": [],
+        "mood": me.mood if mind.settings.moods else "",
     }

@@ -80,6 +80,8 @@ class MindSettings:
     model's own, as every other question."""
     story: Story = field(default_factory=Story)
     """The scenario's beats and whether a director keeps the town on them (``cognition.director``)."""
+    moods: bool = False
+    """Whether people have moods that what happens to them moves (``cognition.moods``; ``cognition.mood``)."""
     live_context: bool = False
     """Whether questions show the person's working memory for the day, one message per batch of
     memories first shown together, instead of each question's own retrieval

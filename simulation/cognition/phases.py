@@ -8,7 +8,8 @@ conversation that ended), reflect (people past their importance threshold). A sc
 of one's own; the Python API takes ``Phase`` objects (``Simulation.from_yaml(..., phases=...)``).
 
 A scenario whose ``story.director`` is on also runs the director (``cognition.director``), first
-in the tick, unless its list already names it.
+in the tick, and one whose ``cognition.moods`` is on runs the moods (``cognition.mood``) after the
+recap, unless its list already names them.
 
 Whatever the list, its order is checked before a tick runs (``order_problems``): a phase that
 reads a note of the tick (``Phase.reads``) that no earlier phase writes is bad input, located at
@@ -26,6 +27,7 @@ from simulation.cognition.converse import Converse, Recap
 from simulation.cognition.decide import Decide
 from simulation.cognition.director import Director
 from simulation.cognition.importance import RateImportance
+from simulation.cognition.mood import Moods
 from simulation.cognition.perceive import Perceive
 from simulation.cognition.phase import Phase
 from simulation.cognition.reflect import Reflect
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from simulation.scenario import LoadedScenario
 
 PHASES: dict[str, type[Phase]] = {p.name: p for p in (Director, Perceive, RateImportance, Decide, Converse, Recap,
-                                                      Reflect)}
+                                                      Moods, Reflect)}
 DEFAULT = ("perceive", "importance", "decide", "converse", "recap", "reflect")
 
 
@@ -90,8 +92,9 @@ def scenario_phases(names: Sequence[str] | None, loaded: LoadedScenario | None =
     that works (``order_problems``); a name that is no phase, or a wrong order, is bad input located
     in the scenario file (``loaded``, when given)."""
     directed = loaded is not None and loaded.scenario.story.director
+    moody = loaded is not None and loaded.scenario.cognition.moods
     if names is None:
-        return [Director(), *default_phases()] if directed else default_phases()
+        return _with_story(default_phases(), directed, moody)
 
     def problem(index: int | None, message: str) -> Problem:
         where = ("cognition", "phases") + (() if index is None else (index,))
@@ -110,8 +113,18 @@ def scenario_phases(names: Sequence[str] | None, loaded: LoadedScenario | None =
     found = order_problems(phases)
     if found:
         raise InputError([problem(i, message) for i, message in found])
+    return _with_story(phases, directed, moody)
+
+
+def _with_story(phases: list[Phase], directed: bool, moody: bool) -> list[Phase]:
+    """``phases`` with the director first (``story.director``) and the moods after the recap
+    (``cognition.moods``, before reflection: what a person feels is part of what they reflect on),
+    unless the list names them already."""
     if directed and not any(isinstance(p, Director) for p in phases):
         phases.insert(0, Director())
+    if moody and not any(isinstance(p, Moods) for p in phases):
+        at = next((i + 1 for i, p in enumerate(phases) if isinstance(p, Recap)), len(phases))
+        phases.insert(at, Moods())
     return phases
 
 

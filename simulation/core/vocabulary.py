@@ -131,6 +131,8 @@ class Purpose(StrEnum):
     """Retrieval for a probe; its LLM call is ``probe_purpose(index)``."""
     CALIBRATE = "calibrate"
     """A content-free question a scored choice is calibrated against (``cognition.calibrate``)."""
+    MOOD = "mood"
+    """How a person feels now, scored over a fixed set of moods (``cognition.moods``)."""
 
 
 class Aim(StrEnum):

@@ -19,7 +19,7 @@ import sqlite_utils
 
 from simulation.errors import InputError, Problem, RunError
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 # table -> (columns, primary key). Every table carries run_id.
 TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
@@ -66,7 +66,8 @@ TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     ),
     "agent_states": (
         {"run_id": str, "tick": int, "sim_time": str, "agent_id": str, "place": str, "status": str,
-         "action": str, "destination": str, "conversation_id": int},
+         "action": str, "destination": str, "conversation_id": int, "mood": str, "valence": float,
+         "arousal": float},
         ("run_id", "tick", "agent_id"),
     ),
     "events": (

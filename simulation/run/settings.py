@@ -72,7 +72,7 @@ class RunSettings:
             calibrate=cog.calibrate, talk_prior=cog.talk_prior, seek=cog.seek, planning=cog.planning,
             recognition=cog.recognition, recognition_margin=cog.recognition_margin,
             recognition_unit=cog.recognition_unit, probe_temperature=cog.probe_temperature,
-            live_context=cog.live_context, story=sc.story,
+            live_context=cog.live_context, story=sc.story, moods=cog.moods,
         )
 
 

@@ -105,6 +105,10 @@ class CognitionSettings(StrictModel):
         "any of their questions today, in the order first shown, the new ones as a message of their own) "
         "instead of each question's own retrieval, so the llama.cpp backend keeps a person's context evaluated "
         "between their calls and evaluates only what is new (cognition/working.py; issue 34)")
+    moods: bool = Field(
+        False, description="each named person has a mood (a label with valence and arousal) that what happens to "
+        "them moves, scored at most once a game hour, shown in their prompts and stored per tick "
+        "(cognition/mood.py; docs/stories.md)")
     planning: bool = Field(
         True, description="false: nobody is asked for a day's plan; everyone keeps their usual day from their "
         "routine, with the happenings they accepted an invitation to in it, as the background crowd does (the "

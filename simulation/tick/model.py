@@ -498,6 +498,8 @@ class TownModel(mesa.Model):
                 "tick": self.tick, "sim_time": sim_iso(self.now), "agent_id": s.id, "place": s.place,
                 "status": s.status, "action": self.doing(s),
                 "destination": s.action.place if s.action else None, "conversation_id": s.conversation_id,
+                "mood": s.mood or None, "valence": s.valence if s.mood else None,
+                "arousal": s.arousal if s.mood else None,
             })
 
     def _commit(self, started: float, before: ClientStats, deciding: int) -> None:
