@@ -50,6 +50,26 @@ def test_town_shows_everyone_at_the_latest_tick(monkeypatch, finished_run):
     assert not at.toggle(key="town_live").value, "a finished run opens in replay mode"
 
 
+def test_town_and_people_show_a_mood_where_the_run_recorded_one(monkeypatch, tmp_path, finished_run):
+    """``cognition.moods``: the map's label and the People page say how a person feels."""
+    from ui_support import copy_run
+
+    run_dir = copy_run(finished_run, tmp_path / "moody")
+    con = sqlite3.connect(run_dir / "run.db")
+    with con:
+        con.execute("update agent_states set mood = 'excited', valence = 0.6, arousal = 0.9 "
+                    "where agent_id = 'isabella_rodriguez' and tick = 11")
+    con.close()
+    town = figures(open_page(app(monkeypatch, run_dir), "town"))[0]
+    labels = [label for t in town["data"] if t.get("name") in ("acting", "idle", "walking", "talking", "sleeping")
+              for label in t["text"]]
+    assert any(label.startswith("Isabella (excited) · ") for label in labels)
+    assert not any("(" in label.split(" · ")[0] for label in labels if not label.startswith("Isabella"))
+    at = app(monkeypatch, run_dir)
+    at.query_params["agent"] = "isabella_rodriguez"
+    assert "Feels excited (valence +0.60, arousal +0.90" in text_of(open_page(at, "people")).replace("*", "")
+
+
 def test_town_slider_replays_a_moment_with_its_conversation_link(monkeypatch, finished_run):
     talking = rows(finished_run, "select tick, conversation_id from utterances order by id limit 1")
     assert talking, "the scripted run has conversations"

@@ -69,6 +69,11 @@ def agent_positions(places: pd.DataFrame, states: pd.DataFrame, links: Links) ->
     return out
 
 
+def _moods(group: Any) -> list[Any]:
+    """Each person's mood (``cognition.moods``), or None where the frame has none."""
+    return list(group["mood"]) if "mood" in group else [None] * len(group)
+
+
 def town_map(places: pd.DataFrame, paths: pd.DataFrame, states: pd.DataFrame,
              links: Links | None = None, height: int = 720,
              happening: list[tuple[str, str, str]] | None = None) -> go.Figure:
@@ -132,7 +137,8 @@ def town_map(places: pd.DataFrame, paths: pd.DataFrame, states: pd.DataFrame,
             x=[pos[a][0] for a in group["agent_id"]], y=[pos[a][1] for a in group["agent_id"]],
             mode="markers+text", name=status,
             marker={"size": 12, "color": color, "line": {"width": 1, "color": "white"}},
-            text=[f"{first_name(n)} · {short(act)}" for n, act in zip(group["name"], group["action"], strict=True)],
+            text=[f"{first_name(n)}{f' ({m})' if isinstance(m, str) and m else ''} · {short(act)}"
+                  for n, act, m in zip(group["name"], group["action"], _moods(group), strict=True)],
             textposition="middle right", textfont={"size": 10.5},
             customdata=list(zip(group["name"], group["action"].fillna(""), group["place_name"].fillna(""),
                                 strict=True)),

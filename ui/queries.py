@@ -77,10 +77,12 @@ def ticks(db: RunDB) -> pd.DataFrame:
 # ---------------------------------------------------------------------- one moment
 
 def states_at(db: RunDB, tick: int) -> pd.DataFrame:
-    """Where everyone is and what they do at ``tick``, with display names."""
+    """Where everyone is and what they do at ``tick``, with display names (and moods: null in a run
+    without them, or recorded before run.db schema 14)."""
+    mood = "s.mood" if db.has("agent_states", "mood") else "null as mood"
     return db.frame(
         "select s.agent_id, a.name, s.place, p.name as place_name, s.status, s.action, s.destination, "
-        "s.conversation_id from agent_states s join agents a on a.run_id = s.run_id and a.agent_id = s.agent_id "
+        f"s.conversation_id, {mood} from agent_states s join agents a on a.run_id = s.run_id and a.agent_id = s.agent_id "
         "left join places p on p.run_id = s.run_id and p.place_id = s.place "
         "where s.run_id = ? and s.tick = ? order by s.agent_id", (db.run_id, tick))
 

@@ -65,6 +65,9 @@ def now_and_plan(db: RunDB, agent: dict[str, Any], tick: int, places: dict[str, 
         if state:
             st.markdown(f"{common.md(state['action'])} · *{state['status']}* at "
                         f"**{common.md(state.get('place_name') or state['place'])}**")
+            if state.get("mood"):
+                st.markdown(f"Feels **{common.md(state['mood'])}** (valence {state.get('valence') or 0:+.2f}, "
+                            f"arousal {state.get('arousal') or 0:+.2f}; `cognition.moods`)")
         plan = q.plan_at(db, agent_id, tick)
         if plan:
             st.markdown(f"**Plan for {plan['day']}**" + ("" if plan.get("ok", 1) else " (the safe default)"))
