@@ -247,8 +247,10 @@ class FakeMind:
 
     def whisper(self, person: AgentState, text: str, fact: str | None, data: dict[str, Any]) -> int:
         self.whispered.append((person.id, text, fact, dict(data)))
-        node = self.remember(person.id, MemoryKind.THOUGHT, text, Provenance(Source.WHISPERED, fact=fact))
-        person.news.append(node.id)
+        source = Source.WHISPERED if fact else Source.DIRECTED
+        node = self.remember(person.id, MemoryKind.THOUGHT, text, Provenance(source, fact=fact))
+        if fact:
+            person.news.append(node.id)
         return node.id
 
     def aware(self, fact_id: str) -> set[str]:

@@ -57,7 +57,9 @@ def test_a_lagging_reach_beat_gets_a_carrier_and_a_name(personas):
     mind.run(Director())
     assert mind.whispered == [("ann", "Cat Cooper has not heard about the party yet.", None,
                                {"beat": "spread", "why": "cat has not heard it"})]
-    assert mind.person("ann").news, "the thought is news she may pass on"
+    thought = mind.memories("ann").nodes[-1]
+    assert thought.provenance.source == "directed", "the director's words never count as awareness"
+    assert not mind.person("ann").news, "a reason to tell, not news of its own"
 
 
 def test_only_on_the_hour_and_not_past_the_days_limit(personas):
@@ -85,6 +87,8 @@ def test_a_fact_nobody_knows_is_whispered_to_the_best_connected(personas):
     mind.run(Director())
     assert mind.whispered == [("ann", "Ann is throwing a party at the cafe.", "party",
                                {"beat": "spread", "why": "nobody in the town knows it"})]
+    assert mind.memories("ann").nodes[-1].provenance.source == "whispered", "the fact itself, as a whisper"
+    assert mind.person("ann").news
 
 
 def test_a_gathering_nudges_someone_elsewhere_from_an_hour_before(personas):
@@ -98,13 +102,30 @@ def test_a_gathering_nudges_someone_elsewhere_from_an_hour_before(personas):
     assert [(who, text) for who, text, _, _ in mind.whispered] == [("bob", "Bob feels like going to Cafe at 09:00.")]
 
 
+def test_nobody_asleep_or_in_the_crowd_is_nudged_and_a_reached_gathering_is_left_alone(personas):
+    meet = Beat(id="meet", place="cafe", count=2, after="2023-02-13 08:00", by="2023-02-13 10:00")
+    director = Director()
+    mind = _mind(personas, Story(beats=[meet], director=True), hour=8)
+    mind.person("bob").status = Status.SLEEPING
+    mind.person("cat").crowd = True
+    mind.run(director)
+    assert mind.whispered == [], "bob is asleep and cat is of the background crowd"
+    mind = _mind(personas, Story(beats=[meet], director=True), hour=8)
+    mind.person("bob").place = "cafe"  # two at the cafe inside the window: reached
+    mind.run(director)
+    mind = _mind(personas, Story(beats=[meet], director=True), hour=9)  # bob has gone home again
+    mind.run(director)
+    assert mind.whispered == [] and director.reached == ["meet"]
+
+
 def test_what_it_used_and_whom_it_nudged_survive_a_resume(personas):
     story = Story(beats=[SPREAD], director=True, nudges_per_day=2)
     first = Director()
     _mind(personas, story, hour=8).run(first)
     resumed = Director()
     resumed.restore(first.state())
-    assert resumed.state() == first.state() == {"used": {"2023-02-13": 1}, "nudged": [["spread", "ann"]]}
+    assert resumed.state() == first.state() == {"used": {"2023-02-13": 1}, "nudged": [["spread", "ann"]],
+                                                "reached": []}
     mind = _mind(personas, story, hour=8)  # the same hour again: behind, and one nudge of two left
     mind.run(resumed)
     assert mind.whispered == [], "ann, the only one aware, was nudged for this beat already"
@@ -125,14 +146,17 @@ def test_a_scripted_run_records_the_nudges(make_run, scripted, flagship):
     con = connect_ro(runs[True].run_dir / "run.db")
     nudges = con.execute("select sim_time, agent_id, text, data from events where run_id = ? and kind = 'nudge'",
                          [runs[True].run_id]).fetchall()
-    whispered = con.execute("select agent_id, text from memories where run_id = ? and source = 'whispered' and "
-                            "tick = 6", [runs[True].run_id]).fetchall()
+    whispered = con.execute("select agent_id, text from memories where run_id = ? and source = 'directed'",
+                            [runs[True].run_id]).fetchall()
+    read = con.execute("select count(*) from fact_memories f join memories m on m.id = f.memory_id "
+                       "where m.source = 'directed'").fetchone()[0]
     metrics = behaviour(con, runs[True].run_id)
     con.close()
     assert [(t, a) for t, a, _, _ in nudges] == [("2023-02-13 08:00", "isabella_rodriguez")]
     assert nudges[0][2].endswith("has not heard about the Valentine's Day party yet.")
     assert [tuple(w) for w in whispered] == [(nudges[0][1], nudges[0][2])]
     assert metrics["story.nudges"] == 1
+    assert read == 0, "the nudge names the party, but is not read as the person learning it"
     con = connect_ro(runs[False].run_dir / "run.db")
     assert con.execute("select count(*) from events where kind = 'nudge'").fetchone()[0] == 0
     con.close()

@@ -9,19 +9,21 @@ schedule, makes one nudge, at most ``story.nudges_per_day`` a game day:
 
 * a **reach** beat is behind when fewer of its people know the fact than a steady pace from the
   run's start to its deadline would have told by now (by half a person or more). The nudge is
-  a thought whispered to someone who could carry it: the aware person with the closest tie to
-  one of the beat's people who does not know yet, naming that person and the news ("Tam Pascoe
-  has not heard about the gale warning yet."). It tells the carrier nothing new, so whether the
-  news travels is still the carrier's choice; only a fact nobody in the town knows is whispered
-  itself, to the person with the most ties to the beat's people.
+  a thought put in the mind of someone who could carry it: the aware person (named, awake) with
+  the warmest tie to one of the beat's people who does not know yet, naming that person and the
+  news ("Tam Pascoe has not heard about the gale warning yet."). It tells the carrier nothing
+  new, so whether the news travels is still the carrier's choice; only a fact nobody in the town
+  knows is whispered itself, to the person with the most ties to the beat's people.
 * a **gather** beat is behind, from an hour before its window until its end, when fewer people
-  than it needs are at its place. The nudge is a thought whispered to one person it counts who is
-  elsewhere, awake and not talking: that they feel like going to the place (at the window's start,
-  or now).
+  than it needs are at its place. The nudge is a thought for one person it counts who is
+  elsewhere (and not on the way there), awake and not talking: that they feel like going to the
+  place (at the window's start, or now).
 
-A nudge is a ``nudge`` event (``data``: beat, fact, to, why) and the whispered memory (source
-``whispered``, tied to the event), so the viewer's timeline, ``agora behaviour`` and provenance
-all show it, and a told person is never counted as told by the director. No LLM is asked, and
+A beat once seen reached is not nudged again. A nudge is a ``nudge`` event (``data``: beat, why,
+fact when the thought is the fact itself) and the memory it made, tied to the event: source
+``directed``, which never counts as awareness and is not read for a fact, so nobody is counted as
+told, or aware, by the director's words; only the whisper of a fact nobody knew is ``whispered``
+and makes its one person aware, as a scenario's whisper would. No LLM is asked, and
 every choice is ordered by ids, so the same seed gives the same nudges; what the director has
 used and whom it nudged it saves with the tick (``state``), so a resumed run nudges as the
 uninterrupted one.
@@ -54,6 +56,8 @@ class Director(Phase):
         """Game day ('YYYY-MM-DD') -> nudges made that day."""
         self.nudged: list[list[str]] = []
         """[beat id, person id] of every nudge made, so nobody is nudged twice for one beat."""
+        self.reached: list[str] = []
+        """Beats seen reached (a gathering that was big enough once is not nudged again when it thins)."""
 
     def select(self, mind: Mind) -> list[AgentState]:
         return []
@@ -69,8 +73,8 @@ class Director(Phase):
         if self.used.get(day, 0) >= story.nudges_per_day:
             return
         start = mind.now - timedelta(minutes=mind.tick * mind.settings.tick_minutes)
-        behind = sorted(((lag, i, beat) for i, beat in enumerate(story.beats)
-                         if (lag := self._behind(beat, mind, start)) > 0), key=lambda t: (-t[0], t[1]))
+        behind = sorted(((lag, i, beat) for i, beat in enumerate(story.beats) if beat.id not in self.reached
+                         and (lag := self._behind(beat, mind, start)) > 0), key=lambda t: (-t[0], t[1]))
         for _, _, beat in behind:
             if self._nudge(beat, mind):
                 self.used[day] = self.used.get(day, 0) + 1
@@ -97,12 +101,17 @@ class Director(Phase):
             aware = mind.aware(beat.fact)
             have = sum(p.id in aware for p in counted)
             expected = needed * (now - start) / max(beat.by - start, timedelta(minutes=1))
-            return (expected - have) / needed if have < needed and expected - have >= 0.5 else 0.0
-        opens = beat.after or start
-        if now < opens - LEAD:
+        else:
+            opens = beat.after or start
+            if now < opens - LEAD:
+                return 0.0
+            have, expected = len(self._at(beat, mind)), needed
+            if now < opens:
+                return (needed - have) / needed if have < needed else 0.0
+        if have >= needed:
+            self.reached.append(beat.id)
             return 0.0
-        have = len(self._at(beat, mind))
-        return (needed - have) / needed if have < needed else 0.0
+        return (expected - have) / needed if expected - have >= 0.5 else 0.0
 
     def _at(self, beat: Beat, mind: Mind) -> list[AgentState]:
         """The people a gather beat counts who are at its place now, not walking."""
@@ -117,13 +126,18 @@ class Director(Phase):
             return self._carry(beat, mind, done)
         return self._gather(beat, mind, done)
 
+    @staticmethod
+    def _can_act(person: AgentState) -> bool:
+        """Someone a nudge can move: a named person (the background crowd starts no conversation), awake."""
+        return not person.crowd and person.status != Status.SLEEPING
+
     def _carry(self, beat: Beat, mind: Mind, done: set[str]) -> bool:
         aware = mind.aware(beat.fact or "")
         waiting = [p for p in self._people(beat, mind) if p.id not in aware]
         if not waiting:
             return False
         name = mind.fact_name(beat.fact or "")
-        carriers = [p for p in mind.people() if p.id in aware and p.id not in done]
+        carriers = [p for p in mind.people() if p.id in aware and p.id not in done and self._can_act(p)]
         if carriers:
             pairs = []
             for c in carriers:
@@ -138,11 +152,11 @@ class Director(Phase):
             text = f"{target.persona.name} has not heard about the {name} yet."
             self._whisper(mind, beat, carrier, text, None, f"{target.id} has not heard it")
             return True
-        if aware:  # someone knows, but every one of them has been nudged for this beat
+        if any(p.id in aware for p in mind.people()):  # someone here knows: none of them can act on a nudge now
             return False
         counted = {p.id for p in self._people(beat, mind)}
         ranked = sorted((-sum(mind.tie(p.id, o) is not None for o in counted if o != p.id), p.id, p)
-                        for p in mind.people() if p.id not in done)
+                        for p in mind.people() if p.id not in done and self._can_act(p))
         if not ranked:
             return False
         carrier = ranked[0][2]
@@ -152,8 +166,8 @@ class Director(Phase):
     def _gather(self, beat: Beat, mind: Mind, done: set[str]) -> bool:
         there = {p.id for p in self._at(beat, mind)}
         pool = self._people(beat, mind) if beat.people else [p for p in mind.people() if not p.crowd]
-        free = [p for p in pool if p.id not in there and p.id not in done
-                and p.status not in (Status.SLEEPING, Status.TALKING)]
+        free = [p for p in pool if p.id not in there and p.id not in done and self._can_act(p)
+                and p.status != Status.TALKING and not (p.status == Status.WALKING and p.route[-1:] == [beat.place])]
         if not free:
             return False
         person = min(free, key=lambda p: p.id)
@@ -170,10 +184,11 @@ class Director(Phase):
     # ------------------------------------------------------------------ resume
 
     def state(self) -> Any:
-        return {"used": dict(self.used), "nudged": [list(x) for x in self.nudged]}
+        return {"used": dict(self.used), "nudged": [list(x) for x in self.nudged], "reached": list(self.reached)}
 
     def restore(self, state: Any) -> None:
         state = state or {}
         self.used = {str(k): int(v) for k, v in (state.get("used") or {}).items()}
         self.nudged = [[str(b), str(p)] for b, p in state.get("nudged") or []]
+        self.reached = [str(b) for b in state.get("reached") or []]
 

@@ -247,8 +247,9 @@ class Mind(Protocol):
     # recording
     def record(self, who: AgentState | None, kind: EventKind, text: str, data: dict[str, Any] | None = None) -> int | None: ...
     def whisper(self, person: AgentState, text: str, fact: str | None, data: dict[str, Any]) -> int:
-        """A director's nudge: ``text`` becomes a thought of ``person`` (a whispered memory, tied to a
-        ``nudge`` event with ``data``; ``fact``: the fact the thought is). The memory's id."""
+        """A director's nudge: ``text`` becomes a thought of ``person``, tied to a ``nudge`` event with
+        ``data``: source ``directed`` (never awareness), or, when it is ``fact`` itself, ``whispered``
+        and news to pass on, as a scenario's whisper of the fact. The memory's id."""
         ...
 
     # the story's facts

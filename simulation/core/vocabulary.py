@@ -105,6 +105,9 @@ class Source(StrEnum):
     """The owner's plan for the day, or their summary of yesterday."""
     REFLECTED = "reflected"
     """An insight drawn from other memories (``memories.evidence``)."""
+    DIRECTED = "directed"
+    """A thought the story's director put in the owner's mind (``story.director``): never awareness of
+    a fact, and not read for one (the director's words are not news the person heard)."""
 
 
 class Purpose(StrEnum):

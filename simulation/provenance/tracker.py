@@ -121,8 +121,9 @@ class FactTracker:
         return current if carries else older
 
     def observe(self, nodes: Sequence[MemoryNode]) -> None:
-        """Tag ``nodes`` (the memories formed since the last call) and queue their rows."""
-        todo = [n for n in nodes if n.provenance is not None]
+        """Tag ``nodes`` (the memories formed since the last call) and queue their rows. A director's
+        thought (source ``directed``) is the engine's words, not something the person learnt: skipped."""
+        todo = [n for n in nodes if n.provenance is not None and n.provenance.source != "directed"]
         texts = [n.provenance.quote or n.text for n in todo]  # type: ignore[union-attr]
         found = self.detector.conveyed(texts)
         for node, text, detected in zip(todo, texts, found, strict=True):

@@ -87,7 +87,7 @@ class _Log:
                            "order by tick, agent_id"):
             self.states[r["tick"]].append(r)
         self.event_text = {r["id"]: r["text"] for r in self.rows(
-            "select id, text from events where run_id = ? and kind = 'place_event'")}
+            "select id, text from events where run_id = ? and kind in ('place_event', 'prop')")}
 
     def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         """Rows of ``sql`` (whose first parameter is the run id); a table older runs lack reads as empty."""

@@ -175,7 +175,8 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
 
 def _beats(doc: YamlDocument, sc: Scenario, place_ids: dict[str, int], fact_ids: dict[str, int],
            agent_ids: dict[str, int], end: datetime) -> list[Problem]:
-    """A beat names a fact, a place and people that exist, and a deadline inside the run."""
+    """A beat names a fact, a place and people that exist, and a deadline at a tick the run records
+    (one at the run's very end could never be decided: the last tick is one tick before it)."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for i, beat in enumerate(sc.story.beats):
@@ -192,7 +193,7 @@ def _beats(doc: YamlDocument, sc: Scenario, place_ids: dict[str, int], fact_ids:
                 problems.append(doc.problem((*at, "people", j), f"unknown persona {aid!r}"))
         for key in ("after", "by"):
             when = getattr(beat, key)
-            if when is not None and not sc.clock.start <= when <= end:
+            if when is not None and (not sc.clock.start <= when < end or sc.clock.tick_at(when) >= sc.clock.total_ticks):
                 problems.append(doc.problem((*at, key), f"{when:%Y-%m-%d %H:%M} is outside the run "
                                             f"({sc.clock.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M})"))
     return problems

@@ -43,7 +43,8 @@ class Beat(StrictModel):
                               "named; a gather beat that names nobody: 2)")
     after: NaiveDatetime | None = Field(None, description="a gather beat: the window's start, 'YYYY-MM-DD "
                                         "HH:MM' (default: the run's start)")
-    by: NaiveDatetime = Field(description="the deadline, 'YYYY-MM-DD HH:MM' (no time zone)")
+    by: NaiveDatetime = Field(description="the deadline, 'YYYY-MM-DD HH:MM' (no time zone), at or before the "
+                              "run's last tick")
 
     @model_validator(mode="after")
     def _kind(self) -> Beat:

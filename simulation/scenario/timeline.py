@@ -118,6 +118,9 @@ class ScheduledEvent(StrictModel):
                              "(the object's new state)")
         if self.kind != "prop" and self.object is not None:
             raise ValueError("'object' belongs to a prop event")
+        if self.kind == "prop" and ("\n" in self.text.strip() or len(self.text) > 200 or self.fact is not None):
+            raise ValueError("a prop event's text is the object's new state, one line of at most 200 characters, "
+                             "and it brings no fact")
         if self.kind != "correction" and self.details is not None:
             raise ValueError("'details' belong to a correction")
         if self.details is not None:

@@ -373,10 +373,10 @@ class TownModel(mesa.Model):
         written and the change is news at the place for ``duration_minutes`` (a place event, so the
         people there notice it as any happening); resumed, only the state is made again."""
         place, name = ev.place or "", ev.object or ""
-        was = self.props.set(place, name, ev.text)
+        was = self.props.set(place, name, ev.text.strip())
         if not fresh:
             return
-        seen = f"The {name} is now {ev.text}."  # noticed as "At <place>: ..."
+        seen = f"The {name} is now {ev.text.strip().rstrip('.')}."  # noticed as "At <place>: ..."
         event_id = self.log_event(None, EventKind.PROP, seen, {"object": name, "state": ev.text, "was": was},
                                   place=place)
         self.place_events.append(PlaceEvent(event_id or 0, place, seen, ev.at + timedelta(minutes=ev.duration_minutes)))

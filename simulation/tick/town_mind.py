@@ -255,9 +255,10 @@ class TownMind:
 
     def whisper(self, person: AgentState, text: str, fact: str | None, data: dict[str, Any]) -> int:
         event_id = self._recorder.event(person, EventKind.NUDGE, text, {**data, **({"fact": fact} if fact else {})})
-        node = self._memory.add(person.id, MemoryKind.THOUGHT, text,
-                                Provenance(Source.WHISPERED, event_id=event_id, fact=fact))
-        person.news.append(node.id)
+        source = Source.WHISPERED if fact else Source.DIRECTED
+        node = self._memory.add(person.id, MemoryKind.THOUGHT, text, Provenance(source, event_id=event_id, fact=fact))
+        if fact:  # the fact itself, brought into a town that did not know it: news to pass on
+            person.news.append(node.id)
         return node.id
 
     def aware(self, fact_id: str) -> set[str]:

@@ -24,6 +24,10 @@ def persona_card(agent: dict[str, Any], names: dict[str, str]) -> None:
             st.markdown(" ".join(f":blue-badge[{common.md(t)}]" for t in p["traits"]))
         if p.get("backstory"):
             st.markdown(common.md(p["backstory"]))
+        if p.get("aspiration"):
+            st.markdown(f"*Wants from life:* {common.md(p['aspiration'])}")
+        if p.get("skills"):
+            st.markdown(f"*Good at:* {common.md(', '.join(p['skills']))}")
         if p.get("speaking_style"):
             st.markdown(f"*Speaks:* {common.md(p['speaking_style'])}")
         routine = p.get("routine") or {}
