@@ -43,6 +43,7 @@ from rich.table import Table  # noqa: E402
 
 from simulation.llm.llamacpp.backend import PREFIX_CACHE_MB, SEQUENCES, _vocab_chat, bundled_model_path  # noqa: E402
 from simulation.llm.llamacpp.chat_format import ChatFormat  # noqa: E402
+from simulation.llm.llamacpp.order import batch_order  # noqa: E402
 from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts, keeps_context  # noqa: E402
 
 MEASURE_MODEL = ROOT / ".cache" / "measure-model" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -187,16 +188,13 @@ def _by_piece(messages: list[dict[str, str]], bounds: tuple[int, ...], n: int, r
 
 def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: TokenCounts,
           probes: TokenCounts | None = None, pieces: dict[str, int] | None = None) -> None:
-    """Replay ``calls`` through ``prefix`` as ``LlamaCppBackend.generate`` orders a batch: sorted by
-    the messages' JSON, scored questions first (one at a time), then the generated answers
-    ``n_seq`` at a time, each in the sequence ``PrefixCache.slots`` gives it."""
+    """Replay ``calls`` through ``prefix`` in the order ``LlamaCppBackend.generate`` takes a batch
+    (``simulation.llm.llamacpp.order.batch_order``), each in the sequence ``PrefixCache.slots``
+    gives it."""
     seqs = prefix.seqs
     for batch in _batches(calls):
-        batch = sorted(batch, key=lambda c: json.dumps(c.messages))
-        scored = [c for c in batch if c.scored]
-        generated = [c for c in batch if not c.scored]
-        groups = [[c] for c in scored] + [generated[i:i + seqs.n_seq] for i in range(0, len(generated), seqs.n_seq)]
-        for group in groups:
+        order = batch_order([c.messages for c in batch], [c.scored for c in batch], seqs.n_seq)
+        for group in ([batch[i] for i in g] for g in order):
             prompts = [chat.pieces(c.messages) for c in group]
             slots = prefix.slots(prompts)
             for call, (tokens, bounds), seq in zip(group, prompts, slots):

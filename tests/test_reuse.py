@@ -112,3 +112,13 @@ def test_evaluated_tokens_are_split_by_what_their_piece_holds():
     assert pieces["memories"] == bounds[2] - bounds[0]  # two batches, each once
     assert reuse.piece_kind(calls[0].messages, 0) == "persona"
     assert reuse.piece_kind(calls[0].messages, 3) == "question"
+
+
+def test_one_order_for_the_backend_and_the_count():
+    """``batch_order``: sorted by the messages' JSON, each scored request alone first, then the rest
+    ``n_seq`` at a time: what both the backend and ``reuse.count`` follow."""
+    from simulation.llm.llamacpp.order import batch_order
+
+    messages = [[{"role": "user", "content": c}] for c in "cadbe"]
+    assert batch_order(messages, [False, True, False, False, False], 2) == [[1], [0, 3], [2, 4]]
+    assert batch_order([], [], 8) == []

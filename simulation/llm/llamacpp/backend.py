@@ -36,6 +36,7 @@ from simulation.errors import InputError, Problem, RunError
 from simulation.formats.paths import resolve_path
 from simulation.llm.backend import Messages, OnDone, TokenCounter
 from simulation.llm.llamacpp.chat_format import ChatFormat
+from simulation.llm.llamacpp.order import batch_order
 from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts, keeps_context
 from simulation.llm.llamacpp.sampling import Sampler
 from simulation.llm.llamacpp.sequences import DecodeError, Sequences
@@ -426,16 +427,16 @@ class LlamaCppBackend:
     def _generate_all(self, requests: Sequence[LLMRequest], on_done: OnDone | None) -> list[RawCompletion]:
         results: list[RawCompletion | None] = [None] * len(requests)
         self.answer_tokens = [None] * len(requests)
-        # Deterministic order that groups shared prefixes for reuse; answers do not depend on it.
-        order = sorted(range(len(requests)), key=lambda i: json.dumps(requests[i].messages))
-        for i in order:
-            if requests[i].options is not None:
+        # Deterministic order that groups shared prefixes for reuse (``order``); answers do not depend on it.
+        for group in batch_order([r.messages for r in requests], [r.options is not None for r in requests],
+                                 self.seqs.n_seq):
+            if requests[group[0]].options is not None:
+                i = group[0]
                 results[i] = self._score(requests[i])
                 if on_done:
                     on_done(i, results[i])  # type: ignore[arg-type]
-        wanted = [(i, requests[i]) for i in order if requests[i].options is None]
-        for start in range(0, len(wanted), self.seqs.n_seq):
-            self._generate(wanted[start:start + self.seqs.n_seq], on_done, results)
+            else:
+                self._generate([(i, requests[i]) for i in group], on_done, results)
         return results  # type: ignore[return-value]
 
     def close(self) -> None:
