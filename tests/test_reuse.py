@@ -120,5 +120,5 @@ def test_one_order_for_the_backend_and_the_count():
     from simulation.llm.llamacpp.order import batch_order
 
     messages = [[{"role": "user", "content": c}] for c in "cadbe"]
-    assert batch_order(messages, [False, True, False, False, False], 2) == [[1], [0, 3], [2, 4]]
+    assert batch_order(messages, [False, True, False, False, False], 2) == [[1], [3, 0], [2, 4]]
     assert batch_order([], [], 8) == []
