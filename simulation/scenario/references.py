@@ -191,6 +191,9 @@ def _beats(doc: YamlDocument, sc: Scenario, place_ids: dict[str, int], fact_ids:
         for j, aid in enumerate(beat.people if isinstance(beat.people, list) else []):
             if aid not in agent_ids:
                 problems.append(doc.problem((*at, "people", j), f"unknown persona {aid!r}"))
+        if beat.people == "all" and beat.count is not None and beat.count > len(agent_ids):
+            problems.append(doc.problem((*at, "count"), f"{beat.count} is more than the {len(agent_ids)} people "
+                                        "who are ever in the town"))
         for key in ("after", "by"):
             when = getattr(beat, key)
             if when is not None and (not sc.clock.start <= when < end or sc.clock.tick_at(when) >= sc.clock.total_ticks):
