@@ -261,7 +261,7 @@ BAD_CASES: dict[str, tuple[str | tuple[str, ...], int | None, str | None]] = {
     "relationship_bad_id.persona.yaml": ("key 'Ann Archer' is not a lower_snake_case id", 18,
                                          "relationships.Ann Archer"),
     "relationship_unknown_inline.yaml": ("unknown persona 'zed'", 31, "personas[1].persona.relationships.zed"),
-    "event_kind_unknown.yaml": ("'setting', 'arrival', 'departure' or 'correction'", 17, "events[0].kind"),
+    "event_kind_unknown.yaml": ("'arrival', 'departure', 'correction' or 'prop'", 17, "events[0].kind"),
     "embedding_model_missing.yaml": (("no sentence-transformers model folder", "no_such_model_folder"), 17,
                                      "memory.embedding_model"),
     "persona_file_name_too_long.yaml": ("persona file cannot be opened", 14, "personas[0].file"),
