@@ -37,8 +37,8 @@ def _mind(personas, moods: bool = True) -> FakeMind:
     return mind
 
 
-def _happens(mind: FakeMind, who: str, text: str, source: Source = Source.HEARD) -> None:
-    mind.remember(who, MemoryKind.UTTERANCE, text, Provenance(source), importance=3)
+def _happens(mind: FakeMind, who: str, text: str, source: Source = Source.HEARD, event: int | None = None) -> None:
+    mind.remember(who, MemoryKind.UTTERANCE, text, Provenance(source, event_id=event), importance=3)
 
 
 def test_what_happens_moves_the_mood_by_the_models_probabilities(personas):
@@ -55,14 +55,15 @@ def test_what_happens_moves_the_mood_by_the_models_probabilities(personas):
 
 def test_at_most_once_an_hour_and_only_for_what_happened_to_them(personas):
     mind = _mind(personas)
-    _happens(mind, "ann", "At Cafe: a fire alarm goes off.", Source.PERCEIVED)
+    _happens(mind, "ann", "At Cafe: a fire alarm goes off.", Source.PERCEIVED, event=7)
     mind.run(Moods())
-    _happens(mind, "ann", "At Cafe: the alarm stops.", Source.PERCEIVED)
+    _happens(mind, "ann", "At Cafe: the alarm stops.", Source.PERCEIVED, event=8)
     mind.now = MORNING + timedelta(minutes=30)
     assert mind.run(Moods()) == [], "asked half an hour ago"
     _happens(mind, "bob", "Bob Brown started serving coffee.", Source.DID)
+    _happens(mind, "bob", "Ann Archer is busy with baking at Cafe", Source.PERCEIVED)
     mind.now = MORNING + timedelta(hours=1)
-    assert mind.run(Moods()) == ["ann"], "bob only did something himself"
+    assert mind.run(Moods()) == ["ann"], "bob only did something himself and saw someone at work"
 
 
 def test_off_nobody_is_asked_and_no_prompt_says_a_mood(personas):

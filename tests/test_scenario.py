@@ -206,7 +206,7 @@ BAD_CASES: dict[str, tuple[str | tuple[str, ...], int | None, str | None]] = {
     "prop_unknown_object.yaml": ("'harp' is not one of the objects at 'cafe' (counter, piano)", 16,
                                  "events[0].object"),
     "beat_fact_and_place.yaml": ("names exactly one of them", 19, "story.beats[0]"),
-    "beat_count_over_all.yaml": ("3 is more than the 1 people who are ever in the town", 19,
+    "beat_count_over_all.yaml": ("3 is more than the 1 named people who are ever in the town", 19,
                                  "story.beats[0].count"),
     "routine_unknown_place.yaml": ("unknown place 'pub' (home, work or a place of the town)", 25,
                                    "personas[0].persona.routine.day[2].place"),

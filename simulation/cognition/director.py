@@ -109,7 +109,8 @@ class Director(Phase):
             if now < opens:
                 return (needed - have) / needed if have < needed else 0.0
         if have >= needed:
-            self.reached.append(beat.id)
+            if beat.people != "all" or beat.count is not None:  # "everyone" may grow as people arrive
+                self.reached.append(beat.id)
             return 0.0
         return (expected - have) / needed if expected - have >= 0.5 else 0.0
 

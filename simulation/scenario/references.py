@@ -149,7 +149,8 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
             for j, aid in enumerate(probe.agents):
                 if aid not in agent_ids:
                     problems.append(doc.problem(("probes", i, "agents", j), f"unknown persona {aid!r}"))
-    problems += _beats(doc, sc, place_ids, fact_ids, agent_ids, end)
+    crowd = {p.persona.id for p in [*people, *(sampled or []), *(arrivals or {}).values()] if p.crowd}
+    problems += _beats(doc, sc, place_ids, fact_ids, agent_ids, crowd, end)
     topic_ids: set[str] = set()
     for i, topic in enumerate(sc.topics):
         if topic.id in topic_ids:
@@ -174,11 +175,12 @@ def check_references(doc: YamlDocument, sc: Scenario, people: list[ResolvedPerso
 
 
 def _beats(doc: YamlDocument, sc: Scenario, place_ids: dict[str, int], fact_ids: dict[str, int],
-           agent_ids: dict[str, int], end: datetime) -> list[Problem]:
+           agent_ids: dict[str, int], crowd: set[str], end: datetime) -> list[Problem]:
     """A beat names a fact, a place and people that exist, and a deadline at a tick the run records
     (one at the run's very end could never be decided: the last tick is one tick before it)."""
     problems: list[Problem] = []
     seen: set[str] = set()
+    named = len(agent_ids) - len(crowd)
     for i, beat in enumerate(sc.story.beats):
         at = ("story", "beats", i)
         if beat.id in seen:
@@ -191,14 +193,15 @@ def _beats(doc: YamlDocument, sc: Scenario, place_ids: dict[str, int], fact_ids:
         for j, aid in enumerate(beat.people if isinstance(beat.people, list) else []):
             if aid not in agent_ids:
                 problems.append(doc.problem((*at, "people", j), f"unknown persona {aid!r}"))
-        if beat.people == "all" and beat.count is not None and beat.count > len(agent_ids):
-            problems.append(doc.problem((*at, "count"), f"{beat.count} is more than the {len(agent_ids)} people "
-                                        "who are ever in the town"))
+        if beat.people == "all" and beat.count is not None and beat.count > named:
+            problems.append(doc.problem((*at, "count"), f"{beat.count} is more than the {named} named people "
+                                        "who are ever in the town (all leaves the background crowd out)"))
         for key in ("after", "by"):
             when = getattr(beat, key)
-            if when is not None and (not sc.clock.start <= when < end or sc.clock.tick_at(when) >= sc.clock.total_ticks):
-                problems.append(doc.problem((*at, key), f"{when:%Y-%m-%d %H:%M} is outside the run "
-                                            f"({sc.clock.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M})"))
+            last = sc.clock.time_at(sc.clock.total_ticks - 1)
+            if when is not None and not sc.clock.start <= when <= last:
+                problems.append(doc.problem((*at, key), f"{when:%Y-%m-%d %H:%M} is not a time the run records "
+                                            f"(its ticks run from {sc.clock.start:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M})"))
     return problems
 
 
