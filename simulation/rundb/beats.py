@@ -11,13 +11,11 @@ not yet come). Standard library only (see the package's docstring).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulation.rundb.connect import table_names
-from simulation.rundb.facts import first_aware
+from simulation.rundb.facts import first_aware, scenario_part
 from simulation.rundb.metrics import crowd, people
 
 __all__ = ["BeatResult", "beats", "story_beats"]
@@ -48,14 +46,9 @@ def _when(value: Any) -> str:
 
 def story_beats(con: Any, run_id: str) -> list[dict[str, Any]]:
     """The scenario's ``story.beats`` as the run was started (from ``resume_state``), as plain dicts."""
-    if "resume_state" not in table_names(con):
-        return []
-    row = con.execute("select scenario from resume_state where run_id = ?", [run_id]).fetchone()
-    try:
-        story = ((json.loads(row[0]) or {}).get("scenario") or {}).get("story") or {} if row else {}
-    except (TypeError, ValueError, AttributeError):
-        return []
-    return [b for b in story.get("beats") or [] if isinstance(b, dict) and "id" in b and "by" in b]
+    story = scenario_part(con, run_id, "story")
+    beats = story.get("beats") if isinstance(story, dict) else None
+    return [b for b in beats or [] if isinstance(b, dict) and "id" in b and "by" in b]
 
 
 def beats(con: Any, run_id: str) -> list[BeatResult]:

@@ -54,20 +54,26 @@ def facts(con: Any, run_id: str) -> dict[str, FactInfo]:
     return found
 
 
-def _started(con: Any, run_id: str) -> dict[str, FactInfo]:
-    """fact id -> the fact as the run was started (the scenario's ``facts:``, from ``resume_state``)."""
+def scenario_part(con: Any, run_id: str, key: str) -> Any:
+    """The scenario's ``key`` section as the run was started (from ``resume_state``; None when the
+    run has none or it cannot be read)."""
     if "resume_state" not in table_names(con):
-        return {}
+        return None
     try:
-        row = con.execute("select json_extract(scenario, '$.scenario.facts') from resume_state where run_id = ?",
+        row = con.execute(f"select json_extract(scenario, '$.scenario.{key}') from resume_state where run_id = ?",
                           [run_id]).fetchone()
-        items = json.loads(row[0]) if row and row[0] else []
+        return json.loads(row[0]) if row and row[0] else None
     except (sqlite3.OperationalError, TypeError, ValueError):
         row = con.execute("select scenario from resume_state where run_id = ?", [run_id]).fetchone()
         try:
-            items = ((json.loads(row[0]) or {}).get("scenario") or {}).get("facts") or [] if row else []
+            return ((json.loads(row[0]) or {}).get("scenario") or {}).get(key) if row else None
         except (TypeError, ValueError, AttributeError):
-            items = []
+            return None
+
+
+def _started(con: Any, run_id: str) -> dict[str, FactInfo]:
+    """fact id -> the fact as the run was started (the scenario's ``facts:``, from ``resume_state``)."""
+    items = scenario_part(con, run_id, "facts") or []
     return {str(f["id"]): FactInfo(str(f["id"]), str(f.get("text", "")), list(f.get("details") or []))
             for f in items if isinstance(f, dict) and "id" in f}
 
