@@ -60,8 +60,8 @@ def scenario_part(con: Any, run_id: str, key: str) -> Any:
     if "resume_state" not in table_names(con):
         return None
     try:
-        row = con.execute(f"select json_extract(scenario, '$.scenario.{key}') from resume_state where run_id = ?",
-                          [run_id]).fetchone()
+        row = con.execute("select json_extract(scenario, ?) from resume_state where run_id = ?",
+                          [f"$.scenario.{key}", run_id]).fetchone()
         return json.loads(row[0]) if row and row[0] else None
     except (sqlite3.OperationalError, TypeError, ValueError):
         row = con.execute("select scenario from resume_state where run_id = ?", [run_id]).fetchone()
