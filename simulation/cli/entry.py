@@ -1,7 +1,7 @@
 """The ``agora`` application: every command registered on one typer app, and the process entry point.
 
 Commands are plain functions in their own modules (``run``, ``verify``, ``validate``, ``evaluate``,
-``personas``, ``rewards``, ``ui``, ``bench``); this module only names and orders them, so no command
+``personas``, ``scenario_new``, ``rewards``, ``ui``, ``bench``); this module only names and orders them, so no command
 module imports another and none imports this one.
 """
 
@@ -12,7 +12,8 @@ from typing import Any
 
 import typer
 
-from simulation.cli import bench, evaluate, evolve, experiment, personas, rewards, run, train, ui, validate, verify
+from simulation.cli import (bench, evaluate, evolve, experiment, personas, rewards, run, scenario_new, train, ui, validate,
+                            verify)
 
 __all__ = ["app", "main"]
 
@@ -35,6 +36,10 @@ personas_app = typer.Typer(name="personas", help="The persona library and sample
                            no_args_is_help=True)
 personas_app.command("sample")(personas.sample)
 app.add_typer(personas_app, name="personas")
+
+scenario_app = typer.Typer(name="scenario", help="Scenario files drafted for you.", no_args_is_help=True)
+scenario_app.command("new")(scenario_new.new)
+app.add_typer(scenario_app, name="scenario")
 
 app.command("rewards")(rewards.rewards)
 app.command("train")(train.train)
