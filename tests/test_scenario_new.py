@@ -217,3 +217,15 @@ def test_the_map_is_connected(public: int, homes: int) -> None:
 def test_the_start_fixes_the_clock() -> None:
     fixed = authoring.DraftOptions(days=2, start=datetime(2024, 3, 4, 8, 0)).fixed
     assert fixed.hours == 24 + 15 and fixed.end == datetime(2024, 3, 5, 23, 0)
+
+
+def test_a_place_said_twice_is_dropped_when_enough_are_left(tmp_path) -> None:
+    place = {"kind": "harbour", "description": "The stone harbour.", "objects": ["bench", "boat", "rope"]}
+    names = ["Harbour", "Anchor Inn", "HARBOUR", "Chapel"]
+    backend = Writer(bad={"town": [json.dumps({"places": [{"name": n, **place} for n in names]})]})
+    drafted = _draft(backend)
+    assert [r.agent_id for r in backend.asked].count("town") == 1
+    path = tmp_path / "d.yaml"
+    path.write_text(drafted.text)
+    public = [p.id for p in load(path).scenario.town.places if p.kind != "home"]
+    assert public == ["harbour", "anchor_inn", "chapel"]

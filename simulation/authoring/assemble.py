@@ -19,7 +19,7 @@ from simulation.authoring.layout import lay_out
 from simulation.authoring.pieces import LEVELS
 from simulation.population.names import slug
 
-__all__ = ["CastMember", "Fixed", "assemble", "cast_members", "place_ids", "run_days"]
+__all__ = ["CastMember", "Fixed", "assemble", "cast_members", "distinct_places", "place_ids", "run_days"]
 
 OTHER_PROBE = "Who did you talk to today, and what about?"
 
@@ -57,10 +57,23 @@ def run_days(fixed: Fixed) -> list[date]:
     return [(fixed.start + timedelta(days=d)).date() for d in range(fixed.days)]
 
 
-def place_ids(town: BaseModel) -> list[str]:
-    """The public places' ids, made from their names (a second place of one name gets ``_2``)."""
-    ids: list[str] = []
+def distinct_places(town: BaseModel) -> list[Any]:
+    """The town's places, a name said again dropped (a small model repeats itself in lists; the town
+    is kept smaller rather than refused, ``drafter`` asks again only when too few are left)."""
+    seen: set[str] = set()
+    out = []
     for place in town.places:  # type: ignore[attr-defined]
+        key = " ".join(place.name.lower().split())
+        if key not in seen:
+            seen.add(key)
+            out.append(place)
+    return out
+
+
+def place_ids(town: BaseModel) -> list[str]:
+    """The distinct public places' ids, made from their names (two names of one id: ``_2``)."""
+    ids: list[str] = []
+    for place in distinct_places(town):
         base = slug(place.name) or "place"
         pid, k = base, 2
         while pid in ids:
@@ -118,7 +131,7 @@ def assemble(topic: str, premise: BaseModel, town: BaseModel, cast: list[CastMem
              for h, members in households.items()}
     positions, paths = lay_out(public, works)
     places: list[dict[str, Any]] = []
-    for pid, place in zip(public, town.places):  # type: ignore[attr-defined]
+    for pid, place in zip(public, distinct_places(town)):
         places.append({"id": pid, "name": place.name, "kind": place.kind, "description": place.description,
                        "objects": list(dict.fromkeys(place.objects)), "position": list(positions[pid])})
     for hid, members in households.items():

@@ -26,7 +26,8 @@ import yaml
 from pydantic import BaseModel
 
 from simulation.authoring import pieces
-from simulation.authoring.assemble import CastMember, Fixed, assemble, cast_members, place_ids, run_days
+from simulation.authoring.assemble import (CastMember, Fixed, assemble, cast_members, distinct_places, place_ids,
+                                           run_days)
 from simulation.errors import InputError, Problem
 from simulation.formats import templating
 from simulation.llm import batching
@@ -139,7 +140,10 @@ def _check_town(town: Any) -> str | None:
     homes = [p.name for p in town.places if p.kind.strip() in ("home", "house")]
     if homes:
         return f"{', '.join(homes)} is a home; the places asked for are public places (homes come later)"
-    return _unique("place names", [p.name.lower() for p in town.places])
+    asked = len(town.places)
+    if len(distinct_places(town)) < max(2, (asked + 1) // 2):
+        return _unique("place names", [p.name.lower() for p in town.places])
+    return None
 
 
 def _check_cast(cast: Any) -> str | None:
@@ -181,7 +185,7 @@ class _Pieces:
     def known(self, places: bool = True, people: bool = True) -> dict[str, Any]:
         ids = place_ids(self.town) if places and self.town is not None else []
         return {"setting": self.premise.setting if self.premise else "",
-                "places": [{"id": i, "name": p.name, "kind": p.kind} for i, p in zip(ids, self.town.places)]
+                "places": [{"id": i, "name": p.name, "kind": p.kind} for i, p in zip(ids, distinct_places(self.town))]
                 if ids else [],
                 "people": [{"id": c.id, "name": c.name, "age": c.age, "occupation": c.occupation,
                             "workplace": c.workplace} for c in self.cast] if people else []}
