@@ -21,7 +21,6 @@ from simulation.scenario import load
 from simulation.testing.scripted import AnsweringBackend
 
 TOPIC = "a rumour that the cannery will close, in a fishing village"
-FIRSTS = ["Ada", "Ben", "Cora", "Dan", "Eve", "Finn"]
 
 
 def _enum(schema: dict[str, Any], model: str, field: str) -> list[Any]:
@@ -34,16 +33,17 @@ class Writer(AnsweringBackend):
     """A test double that writes every piece the way a careful model would, choosing among what each
     schema offers; ``bad`` answers (piece -> JSON) are given first, once each."""
 
-    def __init__(self, bad: dict[str, list[str]] | None = None):
+    def __init__(self, bad: dict[str, list[Any]] | None = None):
         self.bad = {k: list(v) for k, v in (bad or {}).items()}
         self.asked: list[LLMRequest] = []
 
     def answer(self, req: LLMRequest) -> str:
         self.asked.append(req)
         piece = req.agent_id or ""
-        if self.bad.get(piece):
-            return self.bad[piece].pop(0)
         s = req.json_schema or {}
+        if self.bad.get(piece):
+            bad = self.bad[piece].pop(0)
+            return bad(s) if callable(bad) else bad
         if piece == "premise":
             return json.dumps({"title": "The Cannery Rumour", "setting": "A small fishing village where the "
                                "cannery employs half the people and everyone meets at the harbour.",
@@ -55,11 +55,11 @@ class Writer(AnsweringBackend):
                                            "village, by the water.", "objects": ["bench", "door", "window"]}
                                           for nm in names]})
         if piece == "cast":
-            n = s["properties"]["people"]["minItems"]
-            works = _enum(s, "CastMember", "workplace")
-            return json.dumps({"people": [{"name": f"{FIRSTS[i]} {['Pascoe', 'Hale', 'Vaughan'][i % 3]}",
+            letters = [ref["$ref"][-1] for ref in s["properties"]["people"]["prefixItems"]]
+            works = _enum(s, f"Cast{letters[0]}", "workplace")
+            return json.dumps({"people": [{"name": f"{x}ora {['Pascoe', 'Hale', 'Vaughan'][i % 3]}",
                                            "age": 30 + i, "occupation": "fish packer",
-                                           "workplace": works[i % len(works)]} for i in range(n)]})
+                                           "workplace": works[i % len(works)]} for i, x in enumerate(letters)]})
         if piece.startswith("person:"):
             others = _enum(s, "Relation", "person")
             places = _enum(s, "Habit", "place")
@@ -114,10 +114,12 @@ def test_a_draft_is_a_valid_scenario_with_the_story_pieces(tmp_path) -> None:
     assert s.events[0].kind == "whisper" and s.events[0].fact == "cannery_meeting"
     assert [b.kind for b in s.story.beats] == ["reach", "gather"] and s.story.director
     assert s.probes[0].fact == "cannery_meeting"
-    ada = loaded.people[0].persona
-    assert [h.at.hour for h in ada.routine.day] == [8, 12, 18]  # sorted by hour
-    assert ada.aspiration and ada.skills and ada.big_five.openness == 0.7
-    assert "Lives at The Pascoe House" in ada.household and "Dan" in ada.household  # one home per last name
+    first = loaded.people[0].persona
+    assert [h.at.hour for h in first.routine.day] == [8, 12, 18]  # sorted by hour
+    assert first.aspiration and first.skills and first.big_five.openness == 0.7
+    fourth = loaded.people[3].persona.name.split()[0]
+    assert "Lives at The Pascoe House" in first.household and fourth in first.household  # one home per last name
+    assert len({p.persona.name.split()[0][0] for p in loaded.people}) == 5  # first names start with distinct letters
 
 
 def test_the_cli_writes_a_file_that_validates(tmp_path, monkeypatch) -> None:
@@ -181,10 +183,12 @@ def test_the_cli_fails_with_exit_1_and_writes_no_file(tmp_path, monkeypatch) -> 
 
 
 def test_news_that_starts_before_it_can_spread_is_refused() -> None:
-    early = json.dumps({"name": "cannery meeting", "text": "The owners hold a meeting at the cannery at eight "
-                        "this morning.", "place": "cannery", "day": "2024-03-04", "starts": "08:00", "hours": 1,
-                        "first_to_know": "ada_pascoe", "thought": "I have just heard about a meeting this morning.",
-                        "question": "Have you heard any news about the cannery? What exactly?"})
+    def early(s: dict[str, Any]) -> str:
+        return json.dumps({"name": "cannery meeting", "text": "The owners hold a meeting at the cannery at eight "
+                           "this morning.", "place": "cannery", "day": "2024-03-04", "starts": "08:00", "hours": 1,
+                           "first_to_know": _enum(s, "", "first_to_know")[0],
+                           "thought": "I have just heard about a meeting this morning.",
+                           "question": "Have you heard any news about the cannery? What exactly?"})
     backend = Writer(bad={"news": [early]})
     _draft(backend)
     retry = [r for r in backend.asked if r.agent_id == "news"][1]

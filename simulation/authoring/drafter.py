@@ -37,6 +37,14 @@ from simulation.llm.types import CallRecord
 __all__ = ["Draft", "DraftFailed", "DraftOptions", "draft", "loader_problems", "pieces_planned", "scenario_yaml"]
 
 MAX_TOKENS = 1024
+
+
+def max_tokens(piece: str, options: DraftOptions) -> int:
+    """A piece's answer cap: room for a full answer, and no more (a small model that loops inside a
+    string runs to the cap before the answer can be turned down and asked again)."""
+    caps = {"premise": 250, "town": 60 + 110 * options.places, "cast": 40 + 45 * options.people,
+            "news": 350, "beats": 250}
+    return min(MAX_TOKENS, caps.get(piece, 800))
 PACKAGE = ("simulation.authoring",)
 
 
@@ -122,7 +130,7 @@ class _Drafting:
                                  + f"\nAn earlier answer was not usable ({reason}); write a new one."}]
             answer = await self.client.ask(asked, model, default=model.model_construct(), purpose="draft",
                                            agent_id=piece, tick=round_ * 100 + attempt, check=check,
-                                           max_tokens=MAX_TOKENS)
+                                           max_tokens=max_tokens(piece, self.options))
             if answer.ok:
                 self.on_piece(piece)
                 return answer.value
@@ -202,7 +210,8 @@ class _Pieces:
 
     async def ask_cast(self, fb: list[str], r: int) -> None:
         n = self.d.options.people
-        cast = await self.d.ask("cast", "cast.j2", pieces.cast_model(n, place_ids(self.town)),
+        letters = pieces.initials(n, self.d.options.seed)
+        cast = await self.d.ask("cast", "cast.j2", pieces.cast_model(n, place_ids(self.town), letters),
                                 {"topic": self.d.topic, "n": n, **self.known(people=False)},
                                 check=_check_cast, feedback=fb, round_=r)
         self.cast = cast_members(cast)

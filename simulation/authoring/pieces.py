@@ -11,12 +11,13 @@ is each piece's ``check``, fed back to the model as a reason when it fails.
 from __future__ import annotations
 
 from datetime import date
+import random
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
-__all__ = ["HOURS", "LEVELS", "SLEEP", "WAKE", "Premise", "beats_model", "cast_model", "news_model",
+__all__ = ["HOURS", "LEVELS", "SLEEP", "WAKE", "Premise", "beats_model", "cast_model", "initials", "news_model",
            "person_model", "town_model"]
 
 LEVELS = {"very low": 0.1, "low": 0.3, "average": 0.5, "high": 0.7, "very high": 0.9}
@@ -46,7 +47,7 @@ def text(lo: int, hi: int, pattern: str | None = None) -> Any:
 
 Level = Literal[tuple(LEVELS)]  # type: ignore[valid-type]
 Sentence = text(10, 200)
-Paragraph = text(20, 320)
+Paragraph = text(10, 320)
 ObjectName = text(2, 30, r"^[a-z][a-z' -]+$")
 """An object at a place: lower case, short ("piano", "chalk price board")."""
 PlaceName = text(3, 40, r"^[A-Z][A-Za-z' -]+$")
@@ -61,8 +62,8 @@ class _Answer(BaseModel):
 
 class Premise(_Answer):
     title: text(3, 60)  # type: ignore[valid-type]
-    setting: text(40, 500)  # type: ignore[valid-type]
-    news: text(20, 300)  # type: ignore[valid-type]
+    setting: text(10, 500)  # type: ignore[valid-type]
+    news: text(10, 300)  # type: ignore[valid-type]
 
 
 class PlaceDraft(_Answer):
@@ -91,15 +92,31 @@ def town_model(places: int) -> type[BaseModel]:
                         places=(Annotated[list[PlaceDraft], Field(min_length=places, max_length=places)], ...))
 
 
-def cast_model(people: int, workplaces: list[str]) -> type[BaseModel]:
-    """``people`` people, each working at one of ``workplaces`` (place ids) or at none."""
-    member = create_model(
-        "CastMember", __base__=_Answer, name=(PersonName, ...),
-        age=(Literal[tuple(range(16, 90))], ...),  # type: ignore[valid-type]
-        occupation=(text(3, 40, r"^[a-z][a-z' -]+$"), ...),
-        workplace=(Literal[(*workplaces, "none")], ...))  # type: ignore[valid-type]
+INITIALS = "ABCDEFGHJKLMNPRSTVWY"
+"""Letters first names commonly start with; more are added for a cast of over twenty."""
+
+
+def initials(people: int, seed: int) -> list[str]:
+    """A seeded letter per person that their first name starts with: first names then differ by
+    construction (a small model asked for six names wrote the same one six times), and the seed
+    varies the cast."""
+    letters = INITIALS if people <= len(INITIALS) else "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return random.Random(seed).sample(letters, people)
+
+
+def cast_model(people: int, workplaces: list[str], letters: list[str] | None = None) -> type[BaseModel]:
+    """``people`` people, each working at one of ``workplaces`` (place ids) or at none; the i-th
+    person's first name starts with ``letters[i]`` (``initials``)."""
+    letters = letters or initials(people, 0)
+
+    def member(letter: str) -> type[BaseModel]:
+        return create_model(
+            f"Cast{letter}", __base__=_Answer, name=(text(3, 30, rf"^{letter}[a-z]+ [A-Z][a-z]+$"), ...),
+            age=(Literal[tuple(range(16, 90))], ...),  # type: ignore[valid-type]
+            occupation=(text(3, 40, r"^[a-z][a-z' -]+$"), ...),
+            workplace=(Literal[(*workplaces, "none")], ...))  # type: ignore[valid-type]
     return create_model("CastDraft", __base__=_Answer,
-                        people=(Annotated[list[member], Field(min_length=people, max_length=people)], ...))  # type: ignore[valid-type]
+                        people=(tuple[tuple(member(x) for x in letters[:people])], ...))  # type: ignore[misc]
 
 
 def person_model(places: list[str], others: list[str], works: bool) -> type[BaseModel]:
