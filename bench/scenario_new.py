@@ -8,8 +8,9 @@ Each line of ``bench/topics/topics.txt`` is drafted with the same options (``--p
 machine's own prompt and generation speed on the model is measured first (``bench/day.py``'s
 ``machine_speed``) and printed beside the times. Per topic: valid or not (the last problems when
 not), rounds of validation, pieces asked again, LLM calls, prompt and generated tokens, seconds;
-and two plain signs of what the text is worth, since valid is not good: how many people's
-backstories are distinct, and whether the news' text names its place. The valid files are kept in
+and three plain signs of what the text is worth, since valid is not good: how many people's
+backstories are distinct, whether the news' text names its place, and the share of identity and
+backstory fields of a word or two. The valid files are kept in
 ``OUT/scenarios/``, the invalid drafts beside them. Writes ``results.csv`` and ``report.md``.
 Run it on an idle machine: llama.cpp slows by 10x or more beside another process.
 """
@@ -46,14 +47,20 @@ def topics(path: Path) -> list[str]:
     return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
 
 
-def signs(text: str) -> tuple[int, int, bool]:
-    """People, distinct backstories among them, and whether the fact's text names its place."""
+FIELDS = ("social_identity", "personal_identity", "life_context", "backstory")
+
+
+def signs(text: str) -> tuple[int, int, bool, float]:
+    """People, distinct backstories among them, whether the fact's text names its place, and the
+    share of the people's identity and backstory fields under 20 characters (a word or two)."""
     data = yaml.safe_load(text)
     stories = [p["persona"]["backstory"].strip().lower() for p in data["personas"]]
+    fields = [p["persona"].get(f, "") for p in data["personas"] for f in FIELDS]
+    short = sum(len(f.strip()) < 20 for f in fields) / len(fields)
     fact = data["facts"][0]
     place = next(p for p in data["town"]["places"] if p["id"] == fact["details"][0]["value"])
     named = any(w.lower() in fact["text"].lower() for w in place["name"].split() if len(w) > 3)
-    return len(stories), len(set(stories)), named
+    return len(stories), len(set(stories)), named, round(short, 2)
 
 
 def main() -> None:
@@ -89,16 +96,16 @@ def main() -> None:
             began = time.perf_counter()
             row = {"topic": topic, "file": "", "valid": False, "rounds": 0, "asked_again": 0, "calls": 0,
                    "prompt_tokens": 0, "generated_tokens": 0, "seconds": 0.0, "people": 0,
-                   "distinct_backstories": 0, "news_names_place": "", "problem": ""}
+                   "distinct_backstories": 0, "news_names_place": "", "short_fields": "", "problem": ""}
             try:
                 drafted = authoring.draft(topic, client, options, settings.model or backend.model_id,
                                           authoring.loader_problems(str(args.out / "scenarios" / f"{name}.yaml")))
                 path = args.out / "scenarios" / f"{name}.yaml"
                 path.write_text(drafted.text, "utf-8")
-                people, distinct, named = signs(drafted.text)
+                people, distinct, named, short = signs(drafted.text)
                 row.update(file=str(path.relative_to(args.out)), valid=True, rounds=drafted.rounds,
                            asked_again=sum(drafted.asked_again.values()), people=people,
-                           distinct_backstories=distinct, news_names_place=named)
+                           distinct_backstories=distinct, news_names_place=named, short_fields=short)
             except authoring.DraftFailed as exc:
                 row["problem"] = "; ".join(exc.problems)[:300]
                 if exc.text:
@@ -133,14 +140,14 @@ def report(rows: list[dict], args: argparse.Namespace, model: str, pp: float, tg
         f"**Valid: {len(valid)} of {len(rows)}.** Median time per topic {secs[len(secs) // 2]:.0f} s "
         f"(range {secs[0]:.0f}-{secs[-1]:.0f} s); {sum(r['calls'] for r in rows)} LLM calls in all.", "",
         "| # | topic | valid | rounds | asked again | calls | prompt tok | generated tok | s | distinct backstories "
-        "| news names its place | last problem |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
+        "| news names its place | identity fields under 20 chars | last problem |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|",
     ]
     for i, r in enumerate(rows, 1):
         lines.append(f"| {i} | {r['topic']} | {'yes' if r['valid'] else '**no**'} | {r['rounds']} | "
                      f"{r['asked_again']} | {r['calls']} | {r['prompt_tokens']} | {r['generated_tokens']} | "
                      f"{r['seconds']:.0f} | {str(r['distinct_backstories']) + ' of ' + str(r['people']) if r['valid'] else ''} | "
-                     f"{r['news_names_place'] if r['valid'] else ''} | {r['problem'].replace('|', '/')[:160]} |")
+                     f"{r['news_names_place'] if r['valid'] else ''} | {r['short_fields']} | {r['problem'].replace('|', '/')[:160]} |")
     (args.out / "report.md").write_text("\n".join(lines) + "\n", "utf-8")
 
 
