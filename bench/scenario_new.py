@@ -118,16 +118,21 @@ def main() -> None:
                           f"{row['calls']:3d} calls  {topic}" + (f"  [{row['problem'][:120]}]" if row['problem'] else ""),
                           highlight=False, markup=False)
             progress.advance(task)
+            write(rows, args, settings.model or "bundled SmolLM2-135M-Instruct Q4_1", pp, tg, len(chosen))
     backend.close()
+    console.print(f"wrote {args.out / 'report.md'}")
+
+
+def write(rows: list[dict], args: argparse.Namespace, model: str, pp: float, tg: float, planned: int) -> None:
+    """results.csv and report.md after every topic, so a stopped bench keeps what it measured."""
     with open(args.out / "results.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    report(rows, args, settings.model or "bundled SmolLM2-135M-Instruct Q4_1", pp, tg)
-    console.print(f"wrote {args.out / 'report.md'}")
+    report(rows, args, model, pp, tg, planned)
 
 
-def report(rows: list[dict], args: argparse.Namespace, model: str, pp: float, tg: float) -> None:
+def report(rows: list[dict], args: argparse.Namespace, model: str, pp: float, tg: float, planned: int) -> None:
     valid = [r for r in rows if r["valid"]]
     secs = sorted(r["seconds"] for r in rows)
     lines = [
@@ -137,6 +142,7 @@ def report(rows: list[dict], args: argparse.Namespace, model: str, pp: float, tg
         f"(replay cache off; topics in bench/topics/topics.txt).", "",
         f"This machine on this model: **{pp:.0f} prompt tokens/s, {tg:.0f} generated tokens/s** (one stream, "
         "bench/day.py's measure).", "",
+        *([f"**Stopped after {len(rows)} of {planned} topics.**", ""] if len(rows) < planned else []),
         f"**Valid: {len(valid)} of {len(rows)}.** Median time per topic {secs[len(secs) // 2]:.0f} s "
         f"(range {secs[0]:.0f}-{secs[-1]:.0f} s); {sum(r['calls'] for r in rows)} LLM calls in all.", "",
         "| # | topic | valid | rounds | asked again | calls | prompt tok | generated tok | s | distinct backstories "
