@@ -72,6 +72,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tries", type=int, default=3)
     ap.add_argument("--only", type=int, default=0, help="the first N topics only")
+    ap.add_argument("--after", type=int, default=0, help="skip the first N topics (a bench continued; its rows are "
+                    "kept from OUT/results.csv)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     console = Console()
@@ -82,14 +84,24 @@ def main() -> None:
     backend = build_backend(settings, ROOT)
     pp, tg = machine_speed(backend, console) if isinstance(backend, LlamaCppBackend) else (0.0, 0.0)
     (args.out / "scenarios").mkdir(parents=True, exist_ok=True)
-    chosen = topics(args.topics)[: args.only or None]
+    every = topics(args.topics)
+    chosen = every[args.after: args.only or None]
     options = authoring.DraftOptions(people=args.people, places=args.places, seed=args.seed, tries=args.tries)
-    rows = []
+    rows: list[dict] = []
+    if args.after and (args.out / "results.csv").exists():
+        with open(args.out / "results.csv") as f:
+            rows = list(csv.DictReader(f))[: args.after]
+        for r in rows:
+            r["valid"] = r["valid"] == "True"
+            r["seconds"] = float(r["seconds"])
+            for k in ("rounds", "asked_again", "calls", "prompt_tokens", "generated_tokens", "people",
+                      "distinct_backstories"):
+                r[k] = int(r[k])
     progress = Progress(TextColumn("[bold]topics"), MofNCompleteColumn(), BarColumn(), TimeElapsedColumn(),
                         TextColumn("{task.description}"), console=console)
     with progress:
         task = progress.add_task("", total=len(chosen))
-        for i, topic in enumerate(chosen, 1):
+        for i, topic in enumerate(chosen, args.after + 1):
             progress.update(task, description=topic[:50])
             client = LLMClient(backend, run_seed=args.seed, max_tokens=settings.max_tokens)
             name = f"{i:02d}-{slug(topic)[:40]}"
@@ -118,7 +130,8 @@ def main() -> None:
                           f"{row['calls']:3d} calls  {topic}" + (f"  [{row['problem'][:120]}]" if row['problem'] else ""),
                           highlight=False, markup=False)
             progress.advance(task)
-            write(rows, args, settings.model or "bundled SmolLM2-135M-Instruct Q4_1", pp, tg, len(chosen))
+            write(rows, args, settings.model or "bundled SmolLM2-135M-Instruct Q4_1", pp, tg,
+                  len(every[: args.only or None]))
     backend.close()
     console.print(f"wrote {args.out / 'report.md'}")
 

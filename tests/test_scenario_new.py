@@ -49,11 +49,11 @@ class Writer(AnsweringBackend):
                                "cannery employs half the people and everyone meets at the harbour.",
                                "news": "The owners will announce at a meeting in the cannery that it closes."})
         if piece == "town":
-            n = s["properties"]["places"]["minItems"]
-            names = ["Cannery", "Harbour", "Anchor Inn", "Village Shop", "Chapel Hall", "School"][:n]
-            return json.dumps({"places": [{"name": nm, "kind": "workplace", "description": f"The {nm} of the "
-                                           "village, by the water.", "objects": ["bench", "door", "window"]}
-                                          for nm in names]})
+            letters = [ref["$ref"][-1] for ref in s["properties"]["places"]["prefixItems"]]
+            return json.dumps({"places": [{"name": f"The {x}ast Quay", "kind": "workplace", "description":
+                                           "A place of the village, by the water.", "objects": ["bench", "door",
+                                                                                             "window"]}
+                                          for x in letters]})
         if piece == "cast":
             letters = [ref["$ref"][-1] for ref in s["properties"]["people"]["prefixItems"]]
             works = _enum(s, f"Cast{letters[0]}", "workplace")
@@ -137,13 +137,16 @@ def test_the_cli_writes_a_file_that_validates(tmp_path, monkeypatch) -> None:
 
 
 def test_an_unusable_piece_is_asked_again_with_the_reason() -> None:
-    twice = json.dumps({"places": [{"name": "Harbour", "kind": "harbour", "description": "The stone harbour.",
-                                    "objects": ["bench", "boat", "rope"]}] * 4})
-    backend = Writer(bad={"town": [twice]})
+    def homes(s: dict[str, Any]) -> str:
+        letters = [ref["$ref"][-1] for ref in s["properties"]["places"]["prefixItems"]]
+        return json.dumps({"places": [{"name": f"{x}ell House", "kind": "home", "description": "A house.",
+                                       "objects": ["bench", "boat", "rope"]} for x in letters]})
+
+    backend = Writer(bad={"town": [homes]})
     drafted = _draft(backend)
     assert drafted.asked_again == {} and drafted.rounds == 1  # the client's own retry took it
     retry = [r for r in backend.asked if r.agent_id == "town"][1]
-    assert "two place names are the same: harbour" in retry.messages[-1]["content"]
+    assert "is a home; the places asked for are public places" in retry.messages[-1]["content"]
 
 
 def test_a_loader_problem_goes_back_to_its_piece_only() -> None:
@@ -185,7 +188,7 @@ def test_the_cli_fails_with_exit_1_and_writes_no_file(tmp_path, monkeypatch) -> 
 def test_news_that_starts_before_it_can_spread_is_refused() -> None:
     def early(s: dict[str, Any]) -> str:
         return json.dumps({"name": "cannery meeting", "text": "The owners hold a meeting at the cannery at eight "
-                           "this morning.", "place": "cannery", "day": "2024-03-04", "starts": "08:00", "hours": 1,
+                           "this morning.", "place": _enum(s, "", "place")[0], "day": "2024-03-04", "starts": "08:00", "hours": 1,
                            "first_to_know": _enum(s, "", "first_to_know")[0],
                            "thought": "I have just heard about a meeting this morning.",
                            "question": "Have you heard any news about the cannery? What exactly?"})
@@ -223,13 +226,19 @@ def test_the_start_fixes_the_clock() -> None:
     assert fixed.hours == 24 + 15 and fixed.end == datetime(2024, 3, 5, 23, 0)
 
 
-def test_a_place_said_twice_is_dropped_when_enough_are_left(tmp_path) -> None:
-    place = {"kind": "harbour", "description": "The stone harbour.", "objects": ["bench", "boat", "rope"]}
-    names = ["Harbour", "Anchor Inn", "HARBOUR", "Chapel"]
-    backend = Writer(bad={"town": [json.dumps({"places": [{"name": n, **place} for n in names]})]})
-    drafted = _draft(backend)
-    assert [r.agent_id for r in backend.asked].count("town") == 1
+def test_names_start_with_letters_of_their_own(tmp_path) -> None:
+    """Places and first names differ by construction: each starts with a seeded letter of its own."""
     path = tmp_path / "d.yaml"
-    path.write_text(drafted.text)
-    public = [p.id for p in load(path).scenario.town.places if p.kind != "home"]
-    assert public == ["harbour", "anchor_inn", "chapel"]
+    path.write_text(_draft(Writer(), people=6, places=5, seed=7).text)
+    s = load(path).scenario
+    public = [p.name.removeprefix("The ")[0] for p in s.town.places if p.kind != "home"]
+    firsts = [e.persona.name[0] for e in s.personas]
+    assert len(set(public)) == 5 and len(set(firsts)) == 6
+    assert public != [p.name.removeprefix("The ")[0] for p in load_text(_draft(Writer(), places=5).text, tmp_path)
+                      .town.places if p.kind != "home"]  # another seed, other letters
+
+
+def load_text(text: str, folder) -> Any:
+    path = folder / "other.yaml"
+    path.write_text(text)
+    return load(path).scenario

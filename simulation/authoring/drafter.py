@@ -204,7 +204,8 @@ class _Pieces:
 
     async def ask_town(self, fb: list[str], r: int) -> None:
         n = self.d.options.places
-        self.town = await self.d.ask("town", "town.j2", pieces.town_model(n),
+        letters = pieces.initials(n, self.d.options.seed + 1)
+        self.town = await self.d.ask("town", "town.j2", pieces.town_model(n, letters),
                                      {"topic": self.d.topic, "n": n, **self.known(places=False, people=False)},
                                      check=_check_town, feedback=fb, round_=r)
 
