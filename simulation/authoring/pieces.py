@@ -49,8 +49,8 @@ def text(lo: int, hi: int, pattern: str | None = None) -> Any:
 
 
 Level = Literal[tuple(LEVELS)]  # type: ignore[valid-type]
-Sentence = text(2, 300)
-Paragraph = text(2, 500)
+Sentence = text(2, 1000)
+Paragraph = text(2, 2000)
 ObjectName = text(2, 60, r"^[a-z][a-z' -]+$")
 """An object at a place: lower case, short ("piano", "chalk price board")."""
 PlaceName = text(3, 60, r"^[A-Z][A-Za-z' -]+$")
