@@ -117,7 +117,7 @@ def _persona(c: CastMember, answer: BaseModel, home_name: str, housemates: list[
     }
 
 
-def assemble(topic: str, premise: BaseModel, town: BaseModel, cast: list[CastMember],
+def assemble(premise: BaseModel, town: BaseModel, cast: list[CastMember],
              people: list[BaseModel], news: BaseModel, beats: BaseModel, fixed: Fixed) -> dict[str, Any]:
     """The scenario mapping, ready to be written as YAML and loaded."""
     p: Any = premise

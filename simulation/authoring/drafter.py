@@ -267,7 +267,13 @@ def scenario_yaml(data: dict[str, Any], topic: str, options: DraftOptions, model
 async def _draft(topic: str, client: LLMClient, options: DraftOptions, model: str,
                  check: Callable[[str], list[Problem]], on_piece: Callable[[str], None] | None) -> Draft:
     d = _Drafting(topic, client, options, on_piece)
-    client.on_call = d.record
+    caller = client.on_call
+
+    def record(rec: CallRecord) -> int | None:  # the reasons are read; the caller's recorder still gets every call
+        d.record(rec)
+        return caller(rec) if caller is not None else None
+
+    client.on_call = record
     p = _Pieces(d)
     feedback: dict[str, list[str]] = {}
     todo = {"premise", *LATER["premise"]}
@@ -287,7 +293,7 @@ async def _draft(topic: str, client: LLMClient, options: DraftOptions, model: st
             await p.ask_news(fb("news", []), round_)
         if "beats" in todo:
             await p.ask_beats(fb("beats", []), round_)
-        data = assemble(topic, p.premise, p.town, p.cast, p.people, p.news, p.beats, options.fixed)
+        data = assemble(p.premise, p.town, p.cast, p.people, p.news, p.beats, options.fixed)
         text = scenario_yaml(data, topic, options, model)
         problems = check(text)
         if not problems:
