@@ -32,7 +32,8 @@ def eval_(
         metavar="TARGET...", help="persona files, scenarios (every person in them) or run directories",
         show_default=False)],
     suite: Annotated[str, typer.Option(
-        help="comma-separated: bigfive, forcedchoice, interview, personagym, consistency, backtest, believability")] = "bigfive",
+        help="comma-separated: bigfive, forcedchoice, interview, personagym, consistency, backtest, believability, "
+        "customisation")] = "bigfive",
     backend: AgentBackendOpt = None,
     model: AgentModelOpt = None,
     base_url: AgentBaseUrlOpt = None,
@@ -45,8 +46,8 @@ def eval_(
         min=1, max=50, help="bigfive: IPIP items per agent (default all 50)")] = None,
     calibrate: Annotated[bool, typer.Option(
         "--calibrate/--no-calibrate", help="bigfive, forcedchoice: divide each item's answer by the item's "
-        "content-free answer (persona blanked), as the town's choices are; backtest: each judgement by the "
-        "judge's answer with the lines blanked")] = True,
+        "content-free answer (persona blanked), as the town's choices are; backtest, customisation: each "
+        "judgement by the judge's answer with the lines blanked")] = True,
     settings: Annotated[int, typer.Option(min=1, max=20, help="personagym: settings per agent")] = 2,
     questions: Annotated[int, typer.Option(min=1, max=10, help="personagym: questions per task and setting")] = 1,
     max_items: Annotated[int, typer.Option(
@@ -171,6 +172,17 @@ def _show(result: Any, out: Path) -> None:
                        cell((look.get("backtest", key).details.get("constant_guess")
                              if look.get("backtest", key) else None)))
         console.print(bt)
+    if "customisation" in result.suites:
+        cu = Table(title="Customisation: the person's own aspiration and skills picked out of four by a judge who "
+                         "reads only their lines (Wilson 95 % intervals; chance 0.25)", title_justify="left")
+        for name in ("question", "success", "raw answers", "p(own option)"):
+            cu.add_column(name, justify="left" if name == "question" else "right")
+        for q in ("aspiration", "skills", None):
+            key = f"success_{q}" if q else "success"
+            cu.add_row(q or "[bold]both[/]", _ci_text(look.get("customisation", key)),
+                       _ci_text(look.get("customisation", f"uncalibrated_{key}")),
+                       cell(look.value("customisation", f"p_own_{q}")) if q else "")
+        console.print(cu)
     if "believability" in result.suites:
         asked = look.get("believability", "failed")
         console.print(f"Believability interview: {len(result.suites['believability'])} agent(s), "

@@ -18,7 +18,16 @@ from types import ModuleType
 from typing import Any
 
 from simulation.errors import InputError, Problem
-from simulation.evaluation import backtest, believability, bigfive, consistency, forcedchoice, interview, personagym
+from simulation.evaluation import (
+    backtest,
+    believability,
+    bigfive,
+    consistency,
+    customisation,
+    forcedchoice,
+    interview,
+    personagym,
+)
 from simulation.evaluation.session import SUITES, EvalOptions, Metric, Session
 from simulation.evaluation.targets import Target
 from simulation.llm import batching
@@ -28,10 +37,12 @@ from simulation.llm.types import RawCompletion
 MODULES: dict[str, ModuleType] = {
     "bigfive": bigfive, "interview": interview, "personagym": personagym, "consistency": consistency,
     "backtest": backtest, "believability": believability, "forcedchoice": forcedchoice,
+    "customisation": customisation,
 }
 PURPOSE_PREFIX = {"ipip": "bigfive", "iv_": "interview", "pg_": "personagym", "cons_": "consistency",
-                  "bt_": "backtest", "bel_": "believability", "fc": "forcedchoice"}
-RUN_ONLY = ("consistency", "backtest")
+                  "bt_": "backtest", "bel_": "believability", "fc": "forcedchoice",
+                  "cu_": "customisation"}
+RUN_ONLY = ("consistency", "backtest", "customisation")
 """Suites that read a run's logged behaviour, which only run agents have."""
 
 

@@ -110,7 +110,37 @@ def write_all(result: EvalResult, out: Path) -> dict[str, Any]:
         md["consistency"] = _save(_consistency_figure(result), out, "consistency", files)
     if "backtest" in result.suites:
         md["backtest"] = _save(_backtest_figure(result), out, "backtest", files)
+    if "customisation" in result.suites:
+        md["customisation"] = _save(_customisation_figure(result), out, "customisation", files)
     return {"files": files, "markdown": md}
+
+
+def _customisation_figure(result: EvalResult) -> Any:
+    """Per question: the probability the judge gave each person's own option (chance 0.25), people
+    sorted, green where their own option came out on top."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from simulation.evaluation.customisation import CHANCE, QUESTIONS
+
+    names = {t.key: t.persona.name for t in result.targets}
+    fig = make_subplots(rows=1, cols=len(QUESTIONS), subplot_titles=[q.capitalize() for q in QUESTIONS],
+                        shared_yaxes=True, horizontal_spacing=0.05)
+    for col, q in enumerate(QUESTIONS, start=1):
+        rows = sorted((m for m in result.metrics if m.suite == "customisation" and m.metric == f"p_own_{q}"
+                       and m.target is not None and m.value is not None), key=lambda m: -m.value)
+        labels = [names.get(m.target, m.target) for m in rows]
+        colours = ["#2a9d8f" if m.details.get("success") else "#e76f51" if m.details.get("success") is False
+                   else "#999" for m in rows]
+        fig.add_trace(go.Bar(x=labels, y=[m.value for m in rows], marker={"color": colours}, showlegend=False,
+                             customdata=[m.details["options"][m.details["own"]] for m in rows],
+                             hovertemplate="%{x}<br>own: %{customdata}<br>p %{y:.2f}"), row=1, col=col)
+        fig.add_hline(y=CHANCE, line={"dash": "dot", "color": "#777"}, row=1, col=col)
+    fig.update_yaxes(range=[0, 1], title_text="judge's p(own option)", row=1, col=1)
+    fig.update_layout(title="Customisation: each person's own aspiration and skills, picked out of four from their "
+                            "lines (dotted: chance; green: their own came out on top)", template="plotly_white",
+                      height=420)
+    return fig
 
 
 def _backtest_figure(result: EvalResult) -> Any:

@@ -265,6 +265,27 @@ def markdown(result: EvalResult, images: dict[str, str]) -> str:
         few = everyone.details.get("too_few_lines", 0) if everyone else 0
         lines += ["", f"People left out for saying fewer than 2 lines: {few}.", "",
                   images.get("backtest", ""), ""]
+    if "customisation" in result.suites:
+        lines += ["## Customisation: aspiration and skills read from the lines alone", "",
+                  "A judge that never sees the persona reads each person's lines of the run and picks, out of "
+                  "four, the aspiration that fits them, then their skills; the other three options are other "
+                  "people's (or stock ones where the town has too few). Each question is asked in four rotations "
+                  "of the options and the probabilities averaged, so a favourite position wins nothing; "
+                  "calibrated (unless --no-calibrate) against the same question with the lines blanked. Success = "
+                  "the person's own option has the highest probability. Chance is 0.25; Wilson 95 % intervals.", "",
+                  "| question | success | raw answers' success | mean p(own option) |", "|---|---|---|---|"]
+        for q in ("aspiration", "skills", None):
+            key = f"success_{q}" if q else "success"
+            m = look.get("customisation", key)
+            lines.append(f"| {q or '**both**'} | {_ci(m)} ({m.details.get('n', 0) if m else 0} judged) | "
+                         f"{_ci(look.get('customisation', f'uncalibrated_{key}'))} | "
+                         f"{_fmt(look.value('customisation', f'p_own_{q}')) if q else ''} |")
+        everyone = look.get("customisation", "success")
+        details = everyone.details if everyone else {}
+        unwritten = details.get("unwritten", {})
+        lines += ["", f"People judged: {details.get('people', 0)}; left out for saying fewer than 2 lines: "
+                  f"{details.get('too_few_lines', 0)}; with no aspiration written: {unwritten.get('aspiration', 0)}; "
+                  f"with no skills written: {unwritten.get('skills', 0)}.", "", images.get("customisation", ""), ""]
     if "believability" in result.suites:
         from simulation.evaluation.believability import CATEGORIES
 

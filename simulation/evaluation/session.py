@@ -20,7 +20,8 @@ from simulation.llm.types import CallRecord, RawCompletion
 
 T = TypeVar("T", bound=BaseModel)
 
-SUITES = ("bigfive", "forcedchoice", "interview", "personagym", "consistency", "backtest", "believability")
+SUITES = ("bigfive", "forcedchoice", "interview", "personagym", "consistency", "backtest", "believability",
+          "customisation")
 
 
 @dataclass
@@ -32,7 +33,7 @@ class EvalOptions:
     calibrate: bool = True
     """bigfive and forcedchoice: divide each item's probabilities by those of the item asked with the
     persona blanked (its content-free answer, one per item) before the expected value; backtest: each
-    judgement's by the judge's answer with the lines blanked; False scores the raw answers."""
+    judgement's (and customisation's) by the judge's answer with the lines blanked; False scores the raw answers."""
     settings: int = 2
     """PersonaGym settings per agent."""
     questions: int = 1
