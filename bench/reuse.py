@@ -2,6 +2,7 @@
 per person per game hour, by question.
 
     .venv/bin/python bench/reuse.py RUN [RUN ...] [--model PATH|measure] [--sequences 8] [--cache-mb 4096]
+    .venv/bin/python bench/reuse.py RUN --what-if split-turn   # the same calls in another layout (bench/layouts.py)
 
 RUN is a run directory or its run.db. Why this exists: issue 34's lever is the prompt layout (what
 is stable first, in messages of its own, so that a person's calls share a growing prefix), and
@@ -35,11 +36,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import sqlite_utils  # noqa: E402
 import yaml  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+
+from layouts import LAYOUTS, rewrite  # noqa: E402
 
 from simulation.llm.llamacpp.backend import PREFIX_CACHE_MB, SEQUENCES, _vocab_chat, bundled_model_path  # noqa: E402
 from simulation.llm.llamacpp.chat_format import ChatFormat  # noqa: E402
@@ -212,7 +216,7 @@ def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: Toke
                     _by_piece(call.messages, bounds, len(tokens), reused, pieces)
 
 
-def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int) -> RunCost:
+def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int, what_if: list[str] | None = None) -> RunCost:
     db_path = path / "run.db" if path.is_dir() else path
     if not db_path.is_file():
         raise SystemExit(f"{db_path}: no run.db here")
@@ -223,7 +227,10 @@ def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int) -> RunCost
     seqs = TokenSequences(sequences, int(llm.get("context_tokens", 2048)), kv_bytes_per_token(chat))
     prefix = PrefixCache.sized(seqs, cache_mb)  # type: ignore[arg-type]
     result = RunCost(run["run_id"], db["agents"].count, ticks * run["tick_minutes"] / 60, TokenCounts())
-    count(calls_of(db, run["model"]), chat, prefix, result.counts, result.probes, result.pieces)
+    calls = calls_of(db, run["model"])
+    if what_if:
+        calls = rewrite(calls, what_if)
+    count(calls, chat, prefix, result.counts, result.probes, result.pieces)
     return result
 
 
@@ -270,11 +277,15 @@ def main() -> None:
     ap.add_argument("--sequences", type=int, default=SEQUENCES)
     ap.add_argument("--cache-mb", type=int, default=PREFIX_CACHE_MB, help="saved prefix states' budget")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here too")
+    ap.add_argument("--what-if", action="append", choices=sorted(LAYOUTS), default=None,
+                    help="count the calls rewritten in this layout (bench/layouts.py); repeatable, applied in order")
     args = ap.parse_args()
     model = MEASURE_MODEL if args.model == "measure" else Path(args.model) if args.model else bundled_model_path()
     chat = _vocab_chat(model)
     console = Console(width=max(140, Console().width))
-    costs = [cost(p, chat, args.sequences, args.cache_mb) for p in args.runs]
+    costs = [cost(p, chat, args.sequences, args.cache_mb, args.what_if) for p in args.runs]
+    if args.what_if:
+        console.print(f"what if: {' then '.join(args.what_if)} (bench/layouts.py: the same calls, rewritten)")
     report(costs, console)
     if args.json:
         args.json.write_text(json.dumps([{"run": c.run, "agents": c.agents, "game_hours": c.game_hours,
