@@ -737,11 +737,12 @@ def test_unwritable_run_db_is_a_run_error(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_bundled_model_end_to_end(tmp_path: Path) -> None:
-    """Two personas, three IPIP items each, on the bundled SmolLM2-135M, through the real command."""
+    """One persona, three IPIP items, on the bundled SmolLM2-135M, through the real command (two personas
+    took 79 s of an idle two-core machine and checked nothing more)."""
     out = tmp_path / "real"
     env = {k: v for k, v in os.environ.items() if k not in ("AGORA_DEBUG", "FORCE_COLOR")} | {"NO_COLOR": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "simulation.cli", "eval", str(ISABELLA), str(WALTER), "--suite", "bigfive",
+        [sys.executable, "-m", "simulation.cli", "eval", str(WALTER), "--suite", "bigfive",
          "--items", "3", "--out", str(out), "--cache", "off", "--quiet"],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=840)
     assert proc.returncode == 0, proc.stderr
@@ -749,13 +750,12 @@ def test_bundled_model_end_to_end(tmp_path: Path) -> None:
     data = json.loads((out / "results.json").read_text())
     assert data["agent"]["backend"] == "llamacpp" and "SmolLM2" in data["agent"]["model"]
     per_agent = {(m["target"], m["metric"]): m["value"] for m in data["metrics"] if m["suite"] == "bigfive"}
-    for who in ("isabella_rodriguez", "walter_hughes"):
-        assert (who, "mae") in per_agent and (who, "missing_items") in per_agent
+    assert ("walter_hughes", "mae") in per_agent and ("walter_hughes", "missing_items") in per_agent
     con = sqlite3.connect(out / "eval.db")
     calls, ok = con.execute("select count(*), sum(parse_ok) from llm_calls").fetchone()
     options, completion = con.execute("select options, completion from llm_calls limit 1").fetchone()
     con.close()
-    assert calls >= 6 and ok >= 1
+    assert calls >= 3 and ok >= 1
     # each item is rated by the model's probabilities over the five answers, not a sampled digit
     assert json.loads(options) == ["1", "2", "3", "4", "5"]
     from simulation.llm.scoring import ScoredOptions

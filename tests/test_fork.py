@@ -172,17 +172,21 @@ def test_agora_fork_on_the_command_line(tmp_path, embedder):
 
 
 @pytest.mark.slow
-def test_a_fork_on_the_bundled_model_replays_its_prefix_from_the_cache(tmp_path, flagship, embedder):
+def test_a_fork_on_the_bundled_model_replays_its_prefix_from_the_cache(tmp_path, embedder):
     """No LLM call of the prefix is made again: every answer before the fork tick comes from the
-    replay cache the parent filled, and the rows are the parent's."""
-    from conftest import with_settings
+    replay cache the parent filled, and the rows are the parent's. The two-person town: tick 0
+    asks the model for both people's importance ratings and plans, which is the mechanism; the
+    small flagship's eight people took 90 s for the same check."""
+    from conftest import MINIMAL, with_settings
 
-    loaded = with_settings(flagship, llm={"cache": "use", "cache_path": str(tmp_path / "llm.sqlite")})
+    from simulation import scenario
+
+    loaded = with_settings(scenario.load(MINIMAL), llm={"cache": "use", "cache_path": str(tmp_path / "llm.sqlite")})
     with Simulation.from_scenario(loaded, out=tmp_path / "p", ticks=2, seed=5) as parent:
         step_run(parent)  # two ticks, no probes: stopped, which a fork may branch like any run
     answers = []
     fork = Simulation.fork(parent.run_dir, at=1, out=tmp_path / "f", on_llm=answers.append,
-                           interventions=[Intervention("whisper", NEWS, to="daniel_okafor")])
+                           interventions=[Intervention("whisper", NEWS, to="bob")])
     with fork:
         pass  # the replayed tick is what is checked
     assert answers and all(c.cache_hit for c in answers)

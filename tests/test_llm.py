@@ -220,7 +220,7 @@ def _requests(n_agents=3, n_each=2):
                 {"role": "system", "content": f"You are person {a}, a baker who likes long walks. Answer with JSON only."},
                 {"role": "user", "content": f"It is {8 + h}:00. What do you do next?"},
             ],
-            json_schema=schema, max_tokens=48, temperature=0.7, seed=100 * a + h,
+            json_schema=schema, max_tokens=96, temperature=0.7, seed=100 * a + h,  # room for the longest answer
         )
         for a in range(n_agents) for h in range(n_each)
     ]

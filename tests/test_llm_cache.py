@@ -205,7 +205,7 @@ def test_factory_wraps_the_backend_unless_cache_is_off(tmp_path):
     backend = build_backend(settings, Path("."))
     try:
         assert isinstance(backend, CachedBackend) and backend.cache.path == tmp_path / "c.sqlite"
-        assert backend.model_id.startswith("SmolLM2-135M-Instruct.Q4_1.gguf@")
+        assert backend.model_id.startswith("SmolLM2-135M-Instruct.Q8_0.gguf@")
     finally:
         backend.close()
     raw = build_backend(BackendChoice(cache="off").apply(default_settings()), Path("."))

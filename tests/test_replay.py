@@ -112,7 +112,7 @@ def test_the_llamacpp_model_id_is_known_without_loading_the_model(tmp_path):
     try:
         assert isinstance(backend.inner, LazyBackend) and not backend.inner.started
         assert backend.model_id == LlamaCppBackend.replay_id(settings, tmp_path)
-        assert backend.model_id.startswith("SmolLM2-135M-Instruct.Q4_1.gguf@")
+        assert backend.model_id.startswith("SmolLM2-135M-Instruct.Q8_0.gguf@")
     finally:
         backend.close()
     gone = LlamaCppSettings(model=str(tmp_path / "gone.gguf"), cache_path=str(tmp_path / "c"))

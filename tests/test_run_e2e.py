@@ -76,7 +76,7 @@ def test_real_run_records_everything(real_run):
     assert run_dir.is_dir() and (run_dir / "run.db").is_file()
     run = next(db["runs"].rows)
     assert run["status"] == "finished" and run["ticks_done"] == REAL_TICKS
-    assert run["backend"] == "llamacpp" and run["model"].startswith("SmolLM2-135M-Instruct.Q4_1.gguf@")
+    assert run["backend"] == "llamacpp" and run["model"].startswith("SmolLM2-135M-Instruct.Q8_0.gguf@")
     agents = {r["agent_id"] for r in db["agents"].rows}
     assert agents == {"ann", "bob"}
     with_events = {r["agent_id"] for r in db.query("select distinct agent_id from events")}

@@ -3,8 +3,9 @@
 The llama.cpp backend decodes a batch's answers together, one sequence each (``sequences.py``);
 the claim that an answer does not depend on its neighbours is what makes runs deterministic
 whatever the batch. ggml may pick other kernels by batch size for other quantisations, so the
-claim is tested on each kind a user runs: the bundled Q4_1, a Q8_0 written by the project's own
-GGUF writer (what ``agora train`` produces), and the measurement model's Q4_K_M when it has been
+claim is tested on each kind a user runs: the bundled model's Q4_1 as its package ships it, a Q8_0
+(what the engine serves the bundled model as, ``llamacpp/bundled.py``; here written by the
+project's own GGUF writer, which is what ``agora train`` produces), and the measurement model's Q4_K_M when it has been
 fetched (``make measure-model``; skipped otherwise), where the claim does **not** hold (an expected
 failure, strict: it says so if that changes). Token ids are compared, not text (two token
 sequences can spell the same text).
@@ -97,10 +98,10 @@ def _same_bits(model: Path) -> None:
 
 
 @pytest.mark.slow
-def test_bundled_q4_1_answers_the_same_token_ids_alone_or_beside_others():
-    from simulation.llm.llamacpp import bundled_model_path
+def test_the_shipped_q4_1_answers_the_same_token_ids_alone_or_beside_others():
+    from simulation.llm.llamacpp import shipped_model_path
 
-    _same_bits(bundled_model_path())
+    _same_bits(shipped_model_path())
 
 
 @pytest.mark.slow

@@ -47,7 +47,7 @@ def train(
     from simulation.errors import InputError, Problem, RunError
     from simulation.training.base import resolve_base
     from simulation.training.gguf_out import GGUF_TYPES
-    from simulation.training.trainer import TrainOptions
+    from simulation.training.trainer import TrainOptions, load_rows
     from simulation.training.trainer import train as run_training
 
     missing = [name for name in ("trl", "peft", "datasets", "gguf") if importlib.util.find_spec(name) is None]
@@ -61,6 +61,10 @@ def train(
             raise InputError(Problem(str(run_dir), "not a run directory (no run.db)"))
     options = TrainOptions(format=fmt, lora=lora, epochs=epochs, steps=steps, learning_rate=learning_rate,
                            grad_accumulation=grad_accumulation, max_length=max_length, seed=seed, gguf_type=gguf_type)
+    if not (out / "train.json").exists():
+        # the runs' rows first (seconds; exported where training will read them): a run without
+        # rewards is bad input found before the base model is prepared, which can take a minute
+        load_rows(run_dirs, fmt, out / "data")
     show = common.show_progress(quiet)
     with common.status("preparing the base model...", show):
         hf_base, template, label = resolve_base(base, cache)

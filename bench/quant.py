@@ -1,0 +1,118 @@
+"""How fast the bundled model reads prompts and generates as shipped (Q4_1) and as served (Q8_0),
+and how far apart their numbers are, in one process.
+
+    .venv/bin/python bench/quant.py              # shipped Q4_1, served Q8_0, and Q4_0 for reference
+    .venv/bin/python bench/quant.py --reps 5
+
+Why: on a CPU with AVX2 but no AVX-512, llama.cpp evaluates a batch of prompt tokens through a
+slow per-row path for Q4_1 weights, and prompts are most of a town's LLM time (docs/benchmarks/
+day-25: 80 %). The engine therefore serves the bundled model as Q8_0 made from the shipped file
+(``simulation/llm/llamacpp/bundled.py``). This prints, for each file, prompt tokens/s for a piece
+at the depths a town's prompts put it (``bench/attention.py``'s measure), one-token generation
+steps/s, and, against the shipped file, whether the top next token after the same text is the
+same and the largest logit difference: the served model is the shipped one rounded finer, so its
+numbers should be close, not equal. Run it on an idle machine; the CPU's flags are printed
+beside the figures, because the ratio depends on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from attention import speeds  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from simulation.llm.llamacpp.bundled import bundled_model_path, shipped_model_path  # noqa: E402
+
+
+def cpu_flags() -> str:
+    """The vector extensions llama.cpp can use here, from /proc/cpuinfo (empty elsewhere)."""
+    try:
+        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
+    except (OSError, StopIteration):
+        return "unknown"
+    have = set(flags.split(":", 1)[1].split())
+    wanted = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8")
+    return " ".join(f for f in wanted if f in have) or "none of AVX2/AVX-512/AMX"
+
+
+def generation(path: Path, steps: int, reps: int) -> float:
+    """One-token decode steps/s after a 64-token prompt (best of ``reps``): what an answer costs."""
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(path), n_ctx=1024, n_threads=2, seed=0, verbose=False)
+    tokens = llm.tokenize(b"The baker opened the shop early and " * 8, add_bos=True)[:64]
+    best = 0.0
+    for _ in range(reps):
+        llm.reset()
+        llm.eval(tokens)
+        start = time.perf_counter()
+        for i in range(steps):
+            llm.eval([tokens[i % len(tokens)]])
+        best = max(best, steps / (time.perf_counter() - start))
+    del llm
+    return best
+
+
+def q4_0(shipped: Path, folder: Path) -> Path:
+    """The shipped file requantised to Q4_0 (a reference point: faster, but it throws bits away)."""
+    import ctypes
+
+    import llama_cpp
+
+    from simulation.llm.llamacpp.quiet import quiet_stderr
+
+    out = folder / "SmolLM2-135M-Instruct.Q4_0.gguf"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype, params.allow_requantize = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0, True
+    with quiet_stderr():
+        if llama_cpp.llama_model_quantize(str(shipped).encode(), str(out).encode(), ctypes.byref(params)):
+            raise SystemExit("llama.cpp could not make the Q4_0 file")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--piece", type=int, default=256, help="tokens in the prompt piece decoded at each depth")
+    ap.add_argument("--depths", default="0,800", help="tokens already in the cache before the piece")
+    ap.add_argument("--steps", type=int, default=48, help="one-token decode steps timed")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--no-q4-0", action="store_true", help="leave out the Q4_0 reference")
+    args = ap.parse_args()
+    depths = [int(d) for d in args.depths.split(",")]
+    console = Console()
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {"shipped Q4_1": shipped_model_path(), "served Q8_0": bundled_model_path()}
+        if not args.no_q4_0:
+            files["Q4_0 (reference)"] = q4_0(files["shipped Q4_1"], Path(tmp))
+        measured = {}
+        for label, path in files.items():
+            prompt, logits = speeds(path, False, args.piece, depths, args.reps)
+            measured[label] = (prompt, logits, generation(path, args.steps, args.reps), path.stat().st_size)
+    table = Table(title=f"The bundled SmolLM2-135M by quantisation: 2 threads, best of {args.reps}; CPU: {cpu_flags()}")
+    for col in ("file", "MB", *(f"prompt tok/s at depth {d}" for d in depths), "decode steps/s",
+                "top token vs shipped", "largest logit difference"):
+        table.add_column(col, justify="right")
+    base_prompt, base_logits = measured["shipped Q4_1"][0], measured["shipped Q4_1"][1]
+    top = max(range(len(base_logits)), key=base_logits.__getitem__)
+    for label, (prompt, logits, steps, size) in measured.items():
+        ratio = [f"{prompt[d]:.0f} ({prompt[d] / base_prompt[d]:.2f}x)" for d in depths]
+        mine = max(range(len(logits)), key=logits.__getitem__)
+        diff = max(abs(a - b) for a, b in zip(base_logits, logits, strict=True))
+        table.add_row(label, f"{size / 1e6:.0f}", *ratio, f"{steps:.0f}", "same" if mine == top else "DIFFERENT",
+                      f"{diff:.3f}")
+    console.print(table)
+    console.print("The logits are after the deepest piece (the same text for every file). A logit difference "
+                  "of 0 would be the same model; the served Q8_0 should stay close to the shipped Q4_1.")
+
+
+if __name__ == "__main__":
+    main()
