@@ -26,6 +26,9 @@ def test_estimate_is_the_mean_and_a_student_t_interval():
     signed = estimate([-0.2, -0.1, 0.0], "reward.tie")  # a change of sentiment may be negative
     assert signed.mean == pytest.approx(-0.1) and signed.low < -0.1 < 0 < signed.high
     assert estimate([-0.2, -0.1, 0.0], "talk.turns_mean").low == 0.0  # a count's interval stops at 0
+    for name in ("moods.hobbs_cafe_1000.gap", "moods.market.saw_shift", "moods.market.unseen_shift"):
+        assert estimate([-0.2, -0.1, 0.0], name).low < -0.2, name  # a change of valence may be negative
+    assert estimate([-0.2, -0.1, 0.0], "moods.market.saw").low == 0.0  # how many noticed it is a count
 
 
 @pytest.fixture(scope="module")

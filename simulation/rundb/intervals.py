@@ -35,6 +35,13 @@ SHARES = ("share", "distortion", "retention", "hallucination", "density")
 SIGNED = ("reward.tie",)
 """Metrics that are changes and may be negative (a tie that cooled); every other metric is a
 count, a rate, a share or a score, and its interval is clipped at 0."""
+SIGNED_MOODS = ("_shift", ".gap")
+"""The endings of the ``moods.`` metrics that are valence changes (``rundb.moods``): signed too."""
+
+
+def is_signed(name: str) -> bool:
+    """Whether ``name`` is a change that may be negative (its interval is not clipped at 0)."""
+    return name in SIGNED or (name.startswith("moods.") and name.endswith(SIGNED_MOODS))
 
 
 def estimate(values: Sequence[float | None], name: str = "") -> Estimate:
@@ -51,7 +58,7 @@ def estimate(values: Sequence[float | None], name: str = "") -> Estimate:
     t = _T95[df - 1] if df <= len(_T95) else 1.96
     half = t * statistics.stdev(xs) / math.sqrt(len(xs))
     low, high = mean - half, mean + half
-    if name not in SIGNED:
+    if not is_signed(name):
         low = max(0.0, low)
         if any(word in name for word in SHARES):
             high = min(1.0, high)
