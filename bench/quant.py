@@ -3,6 +3,7 @@ and how far apart their numbers are, in one process.
 
     .venv/bin/python bench/quant.py              # shipped Q4_1, served Q8_0, and Q4_0 for reference
     .venv/bin/python bench/quant.py --reps 5
+    .venv/bin/python bench/quant.py --model measure   # the 1.5B's Q4_K_M against a Q8_0 made from it
 
 Why: on a CPU with AVX2 but no AVX-512, llama.cpp evaluates a batch of prompt tokens through a
 slow per-row path for Q4_1 weights, and prompts are most of a town's LLM time (docs/benchmarks/
@@ -62,21 +63,38 @@ def generation(path: Path, steps: int, reps: int) -> float:
     return best
 
 
-def q4_0(shipped: Path, folder: Path) -> Path:
-    """The shipped file requantised to Q4_0 (a reference point: faster, but it throws bits away)."""
+def requantise(source: Path, out: Path, ftype: int) -> Path:
+    """``source`` requantised by llama.cpp's own quantiser to ``ftype`` (a ``LLAMA_FTYPE_MOSTLY_*``)."""
     import ctypes
 
     import llama_cpp
 
     from simulation.llm.llamacpp.quiet import quiet_stderr
 
-    out = folder / "SmolLM2-135M-Instruct.Q4_0.gguf"
     params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype, params.allow_requantize = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0, True
+    params.ftype, params.allow_requantize = ftype, True
     with quiet_stderr():
-        if llama_cpp.llama_model_quantize(str(shipped).encode(), str(out).encode(), ctypes.byref(params)):
-            raise SystemExit("llama.cpp could not make the Q4_0 file")
+        if llama_cpp.llama_model_quantize(str(source).encode(), str(out).encode(), ctypes.byref(params)):
+            raise SystemExit(f"llama.cpp could not requantise {source.name}")
     return out
+
+
+def files_to_compare(model: str | None, folder: Path, with_q4_0: bool) -> dict[str, Path]:
+    """The files measured, the first the reference: the bundled model's shipped, served (and Q4_0) files,
+    or a named GGUF (``measure``: the 1.5B measurement model) beside a Q8_0 made from it."""
+    import llama_cpp
+
+    if model is None:
+        files = {"shipped Q4_1": shipped_model_path(), "served Q8_0": bundled_model_path()}
+        if with_q4_0:
+            files["Q4_0 (reference)"] = requantise(files["shipped Q4_1"], folder / "bundled.Q4_0.gguf",
+                                                   llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0)
+        return files
+    path = Path(".cache/measure-model/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf") if model == "measure" else Path(model)
+    if not path.is_file():
+        raise SystemExit(f"no model file at {path} (make measure-model fetches the 1.5B)")
+    return {f"named ({path.name})": path,
+            "Q8_0 made from it": requantise(path, folder / "named.Q8_0.gguf", llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0)}
 
 
 def main() -> None:
@@ -86,22 +104,23 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=48, help="one-token decode steps timed")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-q4-0", action="store_true", help="leave out the Q4_0 reference")
+    ap.add_argument("--model", default=None, help="a GGUF file (or 'measure') measured beside a Q8_0 made from it, "
+                    "instead of the bundled model's files")
     args = ap.parse_args()
     depths = [int(d) for d in args.depths.split(",")]
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
-        files = {"shipped Q4_1": shipped_model_path(), "served Q8_0": bundled_model_path()}
-        if not args.no_q4_0:
-            files["Q4_0 (reference)"] = q4_0(files["shipped Q4_1"], Path(tmp))
+        files = files_to_compare(args.model, Path(tmp), not args.no_q4_0)
         measured = {}
         for label, path in files.items():
             prompt, logits = speeds(path, False, args.piece, depths, args.reps)
             measured[label] = (prompt, logits, generation(path, args.steps, args.reps), path.stat().st_size)
-    table = Table(title=f"The bundled SmolLM2-135M by quantisation: 2 threads, best of {args.reps}; CPU: {cpu_flags()}")
+    subject = "The bundled SmolLM2-135M" if args.model is None else Path(next(iter(files.values()))).name
+    table = Table(title=f"{subject} by quantisation: 2 threads, best of {args.reps}; CPU: {cpu_flags()}")
     for col in ("file", "MB", *(f"prompt tok/s at depth {d}" for d in depths), "decode steps/s",
-                "top token vs shipped", "largest logit difference"):
+                "top token vs the first", "largest logit difference"):
         table.add_column(col, justify="right")
-    base_prompt, base_logits = measured["shipped Q4_1"][0], measured["shipped Q4_1"][1]
+    base_prompt, base_logits = next(iter(measured.values()))[:2]
     top = max(range(len(base_logits)), key=base_logits.__getitem__)
     for label, (prompt, logits, steps, size) in measured.items():
         ratio = [f"{prompt[d]:.0f} ({prompt[d] / base_prompt[d]:.2f}x)" for d in depths]
@@ -111,7 +130,7 @@ def main() -> None:
                       f"{diff:.3f}")
     console.print(table)
     console.print("The logits are after the deepest piece (the same text for every file). A logit difference "
-                  "of 0 would be the same model; the served Q8_0 should stay close to the shipped Q4_1.")
+                  "of 0 would be the same model; a Q8_0 made from a file should stay close to it.")
 
 
 if __name__ == "__main__":

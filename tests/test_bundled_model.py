@@ -68,19 +68,33 @@ def test_a_folder_that_cannot_be_written_is_a_clear_error(tmp_path):
         bundled.served_from(shipped_model_path(), blocked)
 
 
-def test_a_run_begun_on_the_shipped_file_resumes_on_it():
+def test_a_run_begun_on_the_shipped_file_resumes_on_it(tmp_path):
     """Runs recorded before the engine served the Q8_0 name the shipped Q4_1 as their model; a
-    resume without ``--model`` goes on with that file, never switching models half way."""
-    from simulation.llm.factory import BackendChoice
+    resume or verify without ``--model`` goes on with that file, never switching models half way."""
+    from simulation.llm import registry
+    from simulation.llm.groups import build_run_backends
     from simulation.llm.llamacpp import model_fingerprint
-    from simulation.run.runner import _keep_bundled_file
+    from simulation.llm.settings import LlamaCppSettings, OpenAISettings
 
     shipped = shipped_model_path()
     old = model_fingerprint(shipped)
     assert bundled.recorded_file(old) == shipped
     assert bundled.recorded_file(f"{bundled.SERVED_GGUF}@ae43c68cd99d") is None
     assert bundled.recorded_file(f"{bundled.BUNDLED_GGUF}@000000000000") is None, "another file of that name"
-    assert _keep_bundled_file(BackendChoice(), ("llamacpp", old)).model == str(shipped)
-    assert _keep_bundled_file(BackendChoice(model="/m.gguf"), ("llamacpp", old)).model == "/m.gguf"
-    assert _keep_bundled_file(BackendChoice(), ("openai", old)).model is None
-    assert _keep_bundled_file(BackendChoice(), None).model is None
+    llamacpp = registry.lookup("llamacpp", "llm.backend")
+    assert llamacpp.resumed(LlamaCppSettings(), old).model == str(shipped)
+    assert llamacpp.resumed(LlamaCppSettings(model="/m.gguf"), old).model == "/m.gguf"
+    assert llamacpp.resumed(LlamaCppSettings(), f"{bundled.SERVED_GGUF}@ae43c68cd99d").model is None
+    assert registry.lookup("openai", "llm.backend").resumed(OpenAISettings(), old) == OpenAISettings()
+    # where a run's backends are built: the replay cache is keyed by the file the run began with
+    settings = LlamaCppSettings(cache_path=str(tmp_path / "replay.db"))
+    backends = build_run_backends(settings, tmp_path, [], recorded={None: ("llamacpp", old)})
+    try:
+        assert backends.default.model_id == old
+    finally:
+        backends.close()
+    fresh = build_run_backends(settings, tmp_path, [])
+    try:
+        assert fresh.default.model_id == model_fingerprint(bundled.bundled_model_path())
+    finally:
+        fresh.close()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulation.errors import InputError, Problem
-from simulation.llm import factory
+from simulation.llm import factory, registry
 from simulation.llm.backend import Backend
 from simulation.llm.client import Route
 from simulation.llm.settings import LLMSettings
@@ -65,7 +65,8 @@ def build_run_backends(settings: LLMSettings, base_dir: Path, used: Iterable[str
     each model group in ``used`` (the groups its people name), ``groups[NAME]`` (else built from the
     group's settings). ``recorded``: (backend, model id) per group (None: the default) that the run
     being resumed or verified recorded, for a backend whose model id only starting it can tell
-    (``factory.build_backend``'s ``recorded_model``); used only where the backend is the same.
+    (``factory.build_backend``'s ``recorded_model``, and ``BackendEntry.resumed``: the bundled model's
+    file a run began on is kept); used only where the backend is the same.
 
     A group passed in that the scenario does not have is bad input; when a backend fails to build,
     the ones built before it are closed again and the error goes on."""
@@ -80,6 +81,8 @@ def build_run_backends(settings: LLMSettings, base_dir: Path, used: Iterable[str
         chosen = settings.group(name)
         made_by = recorded.get(name)
         model = made_by[1] if made_by is not None and made_by[0] == chosen.backend else None
+        if model is not None:
+            chosen = registry.lookup(chosen.backend, "llm.backend").resumed(chosen, model)
         return factory.build_backend(chosen, base_dir, recorded_model=model)
 
     out = RunBackends(default if default is not None else build(None))

@@ -67,6 +67,16 @@ class BackendEntry:
         """The model id a backend built from ``settings`` will have, without building it."""
         return self.backend_class().replay_id(settings, base_dir)
 
+    def resumed(self, settings: LLMSettings, recorded_model: str) -> LLMSettings:
+        """The settings a run that recorded ``recorded_model`` goes on with (resumed or verified): the
+        backend class's ``resumed_settings`` where it has one (llama.cpp keeps the file a run began
+        with, when the bundled default has changed since), else ``settings`` as they are."""
+        try:
+            keep = getattr(self.backend_class(), "resumed_settings", None)
+        except ImportError:
+            return settings
+        return settings if keep is None else keep(settings, recorded_model)
+
 
 BACKENDS: dict[str, BackendEntry] = {entry.name: entry for entry in (
     BackendEntry("llamacpp", LlamaCppSettings, "simulation.llm.llamacpp:LlamaCppBackend", "GGUF on the CPU"),

@@ -172,7 +172,6 @@ def resume_run(
     more = ticks if ticks is not None else max(0, planned - done)
     try:
         recorded = recorded_models(store.db, store.run_id)
-        choice = _keep_bundled_file(choice, recorded.get(None))
         settings = RunSettings.resumed(LoadedScenario.model_validate_json(saved["scenario"]), seed=run_row["seed"],
                                        ticks=max(planned, done + more), llm=choice)
         if choice.model is not None:  # --model replaces the llm block's own model: not the one recorded
@@ -205,21 +204,6 @@ def resume_run(
     run = Run(store.run_id, Path(run_dir), store, model, more, lock=lock,
               probes_due=not (probes_asked and more == 0), first_tick=model.tick)
     return run, backends
-
-
-def _keep_bundled_file(choice: BackendChoice, made_by: tuple[str, str] | None) -> BackendChoice:
-    """A run begun on the bundled model's shipped Q4_1 file, before the engine served it as Q8_0
-    (``llamacpp/bundled.py``), goes on with the file it began with: a resumed run never changes
-    its model half way. Only where nothing else names a model (the run's ``llm`` block did not,
-    and this resume passes no ``--model``)."""
-    if choice.model is not None or made_by is None or made_by[0] != "llamacpp":
-        return choice
-    from dataclasses import replace
-
-    from simulation.llm.llamacpp.bundled import recorded_file
-
-    kept = recorded_file(made_by[1])
-    return choice if kept is None else replace(choice, model=str(kept))
 
 
 def _has_static(store: RunStore) -> bool:

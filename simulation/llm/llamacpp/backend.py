@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from simulation.errors import InputError, Problem, RunError
 from simulation.formats.paths import resolve_path
 from simulation.llm.backend import Messages, OnDone, TokenCounter
-from simulation.llm.llamacpp.bundled import bundled_model_path
+from simulation.llm.llamacpp.bundled import bundled_model_path, recorded_file
 from simulation.llm.llamacpp.chat_format import ChatFormat
 from simulation.llm.llamacpp.fingerprint import model_fingerprint
 from simulation.llm.llamacpp.order import batch_order
@@ -155,6 +155,15 @@ class LlamaCppBackend:
             return model_fingerprint(path) if path.is_file() else None
         except (RunError, OSError):
             return None
+
+    @classmethod
+    def resumed_settings(cls, settings: LlamaCppSettings, recorded_model: str) -> LlamaCppSettings:
+        """The settings a run that recorded ``recorded_model`` goes on with. One begun on the bundled
+        model's shipped Q4_1 file, before the engine served it as Q8_0 (``bundled.py``), keeps that
+        file, so a resumed or verified run never changes model half way; only where the settings
+        name no model (neither the run's ``llm`` block nor ``--model``)."""
+        kept = None if settings.model else recorded_file(recorded_model)
+        return settings if kept is None else settings.model_copy(update={"model": str(kept)})
 
     @classmethod
     def token_counter(cls, model_id: str, settings: LlamaCppSettings | None = None,
