@@ -122,7 +122,9 @@ def test_the_deadline_restarts_with_each_answer():
     assert [a.value.n for a in answers] == list(range(12))
 
 
-def test_under_a_deadline_an_in_process_backend_computes_off_the_loop_thread_with_the_same_answers():
+def test_an_in_process_backend_computes_on_the_one_worker_thread_with_or_without_a_deadline():
+    """Every decode of the process on one thread (GNU OpenMP slows every decode once two threads
+    have computed), with the same answers, and progress reported on the loop's thread."""
     seen_on: set[int] = set()
     here = threading.get_ident()
 
@@ -133,8 +135,45 @@ def test_under_a_deadline_an_in_process_backend_computes_off_the_loop_thread_wit
     with_deadline = run(asks(LLMClient(off, run_seed=1, call_timeout_s=5, on_progress=progress), 5), stall_s=0)
     without = run(asks(LLMClient(on, run_seed=1, call_timeout_s=None), 5), stall_s=0)
     assert [a.value for a in with_deadline] == [a.value for a in without]
-    assert on.threads == {here} and off.threads and here not in off.threads
+    assert off.threads == on.threads and len(off.threads) == 1 and here not in off.threads
     assert seen_on == {here}  # progress callbacks come back to the loop's thread
+
+
+def test_under_a_deadline_the_loop_waits_blocked_so_nothing_computes_beside_the_backend():
+    """The loop's thread waits for the worker blocked, as when the call ran on it: the rest of the
+    tick never computes beside a decode (on two cores that slowed llama.cpp's steps by 1.8x)."""
+    beats: list[int] = []
+
+    class Slow(Counter):
+        during = -1
+
+        def generate(self, requests, on_done=None):
+            before = len(beats)
+            time.sleep(0.2)
+            self.during = len(beats) - before
+            return super().generate(requests, on_done)
+
+    backend = Slow()
+    client = LLMClient(backend, run_seed=1, call_timeout_s=5)
+
+    async def phase():
+        stop = asyncio.Event()
+
+        async def busy():  # another person's work on the loop: it must wait for the call
+            while not stop.is_set():
+                beats.append(1)
+                await asyncio.sleep(0.001)
+
+        beside = asyncio.ensure_future(busy())
+        answers = await asks(client, 3)
+        stop.set()
+        await beside
+        return answers
+
+    answers = run(phase(), stall_s=0)
+    assert [a.value.n for a in answers] == [0, 1, 2]
+    assert beats and backend.during == 0, "nothing ran on the loop while the backend computed"
+    assert backend.threads and threading.get_ident() not in backend.threads, "it computed in the worker"
 
 
 def test_calls_under_a_deadline_run_one_at_a_time_in_the_order_they_were_made():
@@ -223,7 +262,7 @@ def test_the_bundled_model_answers_the_same_bits_in_the_worker_thread():
     backend = LlamaCppBackend(context_tokens=1024)
     try:
         here = [(c.text, c.completion_tokens) for c in backend.generate(_model_requests())]
-        there = run(offthread.in_worker(backend, _model_requests()))
+        there = offthread.in_worker(backend, _model_requests(), limit_s=600)
         assert [(c.text, c.completion_tokens) for c in there] == here
     finally:
         backend.close()

@@ -62,15 +62,14 @@ async def agenerate(backend: Backend, requests: Sequence[LLMRequest],
                     on_done: OnDone | None = None) -> list[RawCompletion]:
     """The one way to ask a backend asynchronously: ``await backend.agenerate(requests, on_done)``
     where the backend has it (``AsyncBackend``: its requests are then in flight together), else
-    ``backend.generate(requests, on_done)``: called directly (in-process work blocks the loop),
-    or, inside a call under a deadline (``simulation.llm.deadline``), in the worker thread of
-    ``simulation.llm.offthread``, so the loop can see the deadline pass."""
+    ``backend.generate(requests, on_done)`` in the worker thread of ``simulation.llm.offthread``
+    (every in-process decode of the process on one thread), while the loop's thread waits for it,
+    blocked, with the call's deadline (``simulation.llm.deadline``) as its timeout
+    (``offthread.Stalled`` past it)."""
     own = getattr(backend, "agenerate", None)
     if own is not None:
         return await own(requests, on_done)
-    if offthread.ENABLED.get():
-        return await offthread.in_worker(backend, requests, on_done)
-    return backend.generate(requests, on_done)
+    return offthread.in_worker(backend, requests, on_done, offthread.LIMIT.get())
 
 
 def estimate_tokens(messages: Messages) -> int:

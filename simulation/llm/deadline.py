@@ -9,9 +9,10 @@ nothing for that long is abandoned with ``CallTimeout``, naming the backend, its
 requests still unanswered (purpose, agent, tick). The error stops a run at the tick boundary like
 any ``RunError``: the tick is not committed, and ``agora resume`` continues from the one before.
 
-The loop can only watch the clock while the call computes elsewhere: under a deadline, a backend
-that computes in this process runs in ``simulation.llm.offthread``'s worker thread; a server's
-requests are awaited as always, and cancelled when the deadline passes.
+Nothing can watch the clock from the thread a backend computes on: under a deadline, a backend
+that computes in this process runs in ``simulation.llm.offthread``'s worker thread, and the loop's
+thread waits for it with the deadline as its timeout; a server's requests are awaited as always,
+and cancelled when the deadline passes.
 """
 
 from __future__ import annotations
@@ -64,11 +65,11 @@ async def bounded(backend: Backend, requests: Sequence[LLMRequest], on_done: OnD
         if on_done is not None:
             on_done(index, completion)
 
-    token = offthread.ENABLED.set(True)  # the task copies the context now: its backend call goes off-thread
+    token = offthread.LIMIT.set(limit_s)  # the task copies the context now: its backend call goes off-thread
     try:
         call = asyncio.ensure_future(agenerate(backend, requests, seen))
     finally:
-        offthread.ENABLED.reset(token)
+        offthread.LIMIT.reset(token)
     try:
         while True:
             left = last + limit_s - time.monotonic()
@@ -77,6 +78,8 @@ async def bounded(backend: Backend, requests: Sequence[LLMRequest], on_done: OnD
             done, _ = await asyncio.wait({call}, timeout=left)
             if done:
                 return call.result()
+    except offthread.Stalled:  # an in-process backend: its worker gave nothing for limit_s
+        raise CallTimeout(timeout_message(backend, requests, answered, limit_s)) from None
     except asyncio.CancelledError:
         call.cancel()
         raise

@@ -167,8 +167,9 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
         base_dir = Path(loaded.path).parent if loaded.path else Path.cwd()
         # One replay-only backend per model that answered (the llm block's own, and each model
         # group's, as run.db recorded them), all in front of the one cache file.
+        # (counted with the file the run began on: ``BackendEntry.resumed``, as a resume would)
         replaying = {group: CachedBackend(ReplayOnly(name, model, counter_for(
-            name, model, loaded.scenario.llm.group(group), base_dir)), cache, "use")
+            name, model, _as_resumed(loaded.scenario.llm.group(group), name, model), base_dir)), cache, "use")
             for group, (name, model) in recorded_models(con).items()
             if group is None or group in loaded.scenario.llm.groups}
         backend = replaying.pop(None)
@@ -204,3 +205,12 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
             return Verification(run_dir, cache_file, ticks, difference is None, difference, replayed, tuple(notes))
     finally:
         con.close()
+
+
+def _as_resumed(settings: Any, name: str, model: str) -> Any:
+    """``settings`` as a resumed run would build its backend from them (``BackendEntry.resumed``)
+    when they are the recorded backend's, so the replay counts tokens with the file the run began on."""
+    from simulation.llm import registry
+
+    entry = registry.BACKENDS.get(name)
+    return entry.resumed(settings, model) if entry is not None and settings.backend == name else settings
