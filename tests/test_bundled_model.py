@@ -100,7 +100,6 @@ def test_a_run_begun_on_the_shipped_file_resumes_on_it(tmp_path):
         fresh.close()
     # and where verify counts a replay's tokens: with the file the run began on
     from simulation.llm.lazy import counter_for
-    from simulation.run.verify import _as_resumed
 
     assert counter_for("llamacpp", old, LlamaCppSettings(), tmp_path) is None, "the Q8_0 is not the recorded model"
-    assert counter_for("llamacpp", old, _as_resumed(LlamaCppSettings(), "llamacpp", old), tmp_path) is not None
+    assert counter_for("llamacpp", old, registry.as_recorded(LlamaCppSettings(), ("llamacpp", old)), tmp_path) is not None

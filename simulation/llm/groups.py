@@ -78,11 +78,9 @@ def build_run_backends(settings: LLMSettings, base_dir: Path, used: Iterable[str
     recorded = recorded or {}
 
     def build(name: str | None) -> Backend:
-        chosen = settings.group(name)
         made_by = recorded.get(name)
+        chosen = registry.as_recorded(settings.group(name), made_by)
         model = made_by[1] if made_by is not None and made_by[0] == chosen.backend else None
-        if model is not None:
-            chosen = registry.lookup(chosen.backend, "llm.backend").resumed(chosen, model)
         return factory.build_backend(chosen, base_dir, recorded_model=model)
 
     out = RunBackends(default if default is not None else build(None))

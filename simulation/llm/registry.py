@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from simulation.llm.backend import Backend
 
 __all__ = [
-    "BACKENDS", "DEFAULT_BACKEND", "AnyLLMSettings", "BackendEntry", "backend_help", "default_settings", "lookup",
+    "BACKENDS", "DEFAULT_BACKEND", "AnyLLMSettings", "BackendEntry", "as_recorded", "backend_help", "default_settings",
+    "lookup",
     "names_text", "owners_of", "own_fields", "parse_settings", "unknown_backend",
 ]
 
@@ -86,6 +87,13 @@ BACKENDS: dict[str, BackendEntry] = {entry.name: entry for entry in (
                  "no LLM: the engine's script, a baseline"),
 )}
 DEFAULT_BACKEND = "llamacpp"
+
+
+def as_recorded(settings: LLMSettings, made_by: tuple[str, str] | None) -> LLMSettings:
+    """``settings`` as a run that recorded ``made_by`` (backend, model id) goes on with, resumed or
+    verified (``BackendEntry.resumed``); as they are when another backend made it, or nothing did."""
+    entry = BACKENDS.get(made_by[0]) if made_by is not None and made_by[0] == settings.backend else None
+    return settings if entry is None else entry.resumed(settings, made_by[1])
 
 
 def _or(words: list[str]) -> str:

@@ -30,6 +30,7 @@ from simulation.formats.paths import resolve_path
 from simulation.llm.backend import Messages, OnDone, TokenCounter, estimate_tokens
 from simulation.llm.cache import CachedBackend, ReplayCache, default_cache_path
 from simulation.llm.lazy import counter_for
+from simulation.llm.registry import as_recorded
 from simulation.llm.types import LLMRequest, RawCompletion
 from simulation.record.store import TABLES
 from simulation.rundb.connect import connect_ro, db_path, table_names
@@ -167,9 +168,9 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
         base_dir = Path(loaded.path).parent if loaded.path else Path.cwd()
         # One replay-only backend per model that answered (the llm block's own, and each model
         # group's, as run.db recorded them), all in front of the one cache file.
-        # (counted with the file the run began on: ``BackendEntry.resumed``, as a resume would)
+        # (counted with the file the run began on: ``registry.as_recorded``, as a resume would)
         replaying = {group: CachedBackend(ReplayOnly(name, model, counter_for(
-            name, model, _as_resumed(loaded.scenario.llm.group(group), name, model), base_dir)), cache, "use")
+            name, model, as_recorded(loaded.scenario.llm.group(group), (name, model)), base_dir)), cache, "use")
             for group, (name, model) in recorded_models(con).items()
             if group is None or group in loaded.scenario.llm.groups}
         backend = replaying.pop(None)
@@ -205,12 +206,3 @@ def verify(run_dir: Path | str, cache_path: Path | None = None, *, out: Path | N
             return Verification(run_dir, cache_file, ticks, difference is None, difference, replayed, tuple(notes))
     finally:
         con.close()
-
-
-def _as_resumed(settings: Any, name: str, model: str) -> Any:
-    """``settings`` as a resumed run would build its backend from them (``BackendEntry.resumed``)
-    when they are the recorded backend's, so the replay counts tokens with the file the run began on."""
-    from simulation.llm import registry
-
-    entry = registry.BACKENDS.get(name)
-    return entry.resumed(settings, model) if entry is not None and settings.backend == name else settings
