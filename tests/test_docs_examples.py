@@ -1,4 +1,5 @@
-"""The code the docs show runs as shown: docs/cognition.md's phases of one's own, in a real run."""
+"""The code the docs show runs as shown: docs/cognition.md's phases of one's own, in a real run, and
+README's Python example."""
 
 from __future__ import annotations
 
@@ -55,3 +56,26 @@ def test_the_docs_phases_run_in_a_scenario_that_lists_them(mytown, tmp_path, emb
     gossip = [r for r in rows if r[1] == "thought" and r[2] == "reflected"]
     assert seen, "LookAround noted who else is there"
     assert asked > 0 and gossip, "Gossip asked where the juggler performs and remembered the answer"
+
+
+def test_the_readmes_python_example_runs_as_shown(tmp_path, embedder, monkeypatch, capsys):
+    """README's "From Python" block, with only the model swapped for the no-LLM control, the runs
+    written under tmp_path and the resumed run's folder the one the block made: every attribute
+    and call it shows exists and does what its comments say."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in _blocks(ROOT / "README.md", "python") if "Simulation.from_yaml" in b
+                 and readme.index(b) > readme.index("## From Python"))
+    made = 'Simulation.from_yaml("scenarios/valentines.yaml", seed=7, ticks=12)'
+    resumed = re.search(r'Simulation\.resume\("(runs/[^"]+)"', block)
+    assert made in block and resumed, "the README's example changed: update this test with it"
+    code = block.replace(made, made[:-1] + ', backend="control", out=OUT)')
+    code = code.replace(f'"{resumed.group(1)}"', "first_run")
+    code = code.replace("# a stopped run", "first_run = sim.run_dir\n# a stopped run")
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {"OUT": tmp_path / "runs"}
+    exec(compile(code, "README.md (From Python)", "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "1 2023-02-13 07:10:00" in out, "sim.tick and sim.now after one step, as the comment says"
+    assert "Isabella Rodriguez" in out, "the party's aware people, the whispered Isabella first"
+    assert namespace["rows"], "the utterances query returned the run's lines"
+    assert namespace["sim"].tick == 18, "the resumed run went on for 6 more ticks"
