@@ -1,10 +1,13 @@
 """The director (``cognition.director``): at the top of a game hour it nudges the story beat furthest
-behind, by a thought whispered to someone who could carry it, at most ``nudges_per_day`` a day;
-on a scripted run its nudges are events and whispered memories, and a run without it has none."""
+behind, by a thought whispered to someone who could carry it and an offer they answer (go and find
+the one who has not heard; go to the gathering), at most ``nudges_per_day`` a day; on a scripted
+run its nudges are events and whispered memories, a yes sends the person out, and a run without it
+has none."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import datetime
 
 import pytest
@@ -13,7 +16,7 @@ from fake_mind import FakeMind
 
 from simulation.agents import AgentState
 from simulation.cognition.director import Director
-from simulation.core import Status
+from simulation.core import MemoryKind, Provenance, Source, Status
 from simulation.rundb import connect_ro
 from simulation.rundb.behaviour import behaviour
 from simulation.scenario.story import Beat, Story
@@ -29,8 +32,8 @@ def personas():
 
 
 def _mind(personas, story: Story, hour: int, minute: int = 0) -> FakeMind:
-    """ann at the cafe, aware of the party; bob at home; cat (a copy of bob) at home; ann's ties:
-    warm to cat, none to bob. The run started at 07:00 (10-minute ticks)."""
+    """ann at the cafe, aware of the party (her own news, seeded); bob at home; cat (a copy of bob) at
+    home; ann's ties: warm to cat, none to bob. The run started at 07:00 (10-minute ticks)."""
     ann, bob = personas["ann"], personas["bob"]
     cat = bob.persona.model_copy(update={"id": "cat", "name": "Cat Cooper"})
     people = {
@@ -44,7 +47,14 @@ def _mind(personas, story: Story, hour: int, minute: int = 0) -> FakeMind:
     mind.settings = dataclasses.replace(mind.settings, story=story)
     mind.social.seed("ann", "cat", "an old friend")
     mind.social.after_conversation("ann", "cat", 0.6, "an old friend")
+    party = mind.remember("ann", MemoryKind.SEED, "Ann is throwing a party at the cafe.",
+                          Provenance(Source.SEEDED, fact="party"))
+    people["ann"].news.append(party.id)
     return mind
+
+
+YES = {"go": lambda options, default: [1.0, 0.0]}
+NO = {"go": lambda options, default: [0.0, 1.0]}
 
 
 SPREAD = Beat(id="spread", fact="party", people="all", by="2023-02-13 08:30")
@@ -59,7 +69,28 @@ def test_a_lagging_reach_beat_gets_a_carrier_and_a_name(personas):
                                {"beat": "spread", "why": "cat has not heard it"})]
     thought = mind.memories("ann").nodes[-1]
     assert thought.provenance.source == "directed", "the director's words never count as awareness"
-    assert not mind.person("ann").news, "a reason to tell, not news of its own"
+    assert len(mind.person("ann").news) == 1, "a reason to tell, not news of its own"
+    assert [a.person for a in mind.asked if a.purpose == "go"] == ["ann"], "and an offer she answers"
+
+
+def test_a_carrier_who_says_yes_goes_to_find_them_and_one_who_says_no_carries_on(personas):
+    """The offer is the seek question about cat, where cat usually is: yes queues the rest of the hour
+    looking for her at home_a (a seek event naming the beat); no leaves ann's hour alone."""
+    went = _mind(personas, Story(beats=[SPREAD], director=True), hour=8)
+    went.answers = dict(YES)
+    went.person("ann").status = Status.ACTING  # busy with an activity: the errand replaces it
+    went.run(Director())
+    ann = went.person("ann")
+    question = next(a for a in went.asked if a.purpose == "go").messages[-1]["content"]
+    assert "Does Ann go there now to find Cat and tell them?" in question
+    assert ann.seeking is not None and ann.seeking.person == "cat"
+    assert [(s.place, s.minutes) for s in ann.steps] == [("home_a", 60)] and ann.status == Status.IDLE
+    assert [(who, kind) for who, kind, _ in went.recorded] == [("ann", "seek")]
+    stayed = _mind(personas, Story(beats=[SPREAD], director=True), hour=8)
+    stayed.answers = dict(NO)
+    stayed.run(Director())
+    assert stayed.person("ann").seeking is None and not stayed.person("ann").steps and not stayed.recorded
+    assert len(stayed.whispered) == 1, "the nudge was made either way"
 
 
 def test_only_on_the_hour_and_not_past_the_days_limit(personas):
@@ -68,6 +99,8 @@ def test_only_on_the_hour_and_not_past_the_days_limit(personas):
                   nudges_per_day=1)  # behind at 09:00 (1.5 of 3 expected, 1 aware) and at 10:00 (2.25)
     for hour, minute in ((8, 10), (9, 0), (10, 0)):
         mind = _mind(personas, story, hour, minute)
+        mind.places["park"] = "Park"
+        mind.person("ann").place = "park"  # not where cat usually is at 09:00 (the cafe): a trip to make
         mind.run(director)
         assert len(mind.whispered) == (1 if (hour, minute) == (9, 0) else 0), (hour, minute)
     assert director.used == {"2023-02-13": 1}
@@ -91,15 +124,25 @@ def test_a_fact_nobody_knows_is_whispered_to_the_best_connected(personas):
     assert mind.person("ann").news
 
 
-def test_a_gathering_nudges_someone_elsewhere_from_an_hour_before(personas):
-    meet = Beat(id="meet", place="cafe", count=2, after="2023-02-13 09:00", by="2023-02-13 10:00")
+def test_a_gathering_offers_someone_elsewhere_to_go_inside_its_window(personas):
+    """Before the window nobody is asked; in it, bob (the first free one elsewhere) gets the thought and
+    the question, and on yes spends the rest of the hour at the cafe."""
+    meet = Beat(id="meet", place="cafe", count=2, after="2023-02-13 09:00", by="2023-02-13 11:00")
     story = Story(beats=[meet], director=True)
-    too_early = _mind(personas, story, hour=7)
+    too_early = _mind(personas, story, hour=8)
     too_early.run(Director())
-    mind = _mind(personas, story, hour=8)
+    mind = _mind(personas, story, hour=9)
+    mind.answers = dict(YES)
     mind.run(Director())
-    assert too_early.whispered == []
-    assert [(who, text) for who, text, _, _ in mind.whispered] == [("bob", "Bob feels like going to Cafe at 09:00.")]
+    assert too_early.whispered == [] and too_early.asked == []
+    assert [(who, text) for who, text, _, _ in mind.whispered] == [("bob", "Bob feels like going to Cafe now.")]
+    question = next(a for a in mind.asked if a.purpose == "go").messages[-1]["content"]
+    assert question.startswith("Does Bob go to Cafe now?")
+    assert [(s.place, s.minutes) for s in mind.person("bob").steps] == [("cafe", 60)]
+    stayed = _mind(personas, story, hour=9)
+    stayed.answers = dict(NO)
+    stayed.run(Director())
+    assert not stayed.person("bob").steps
 
 
 def test_nobody_asleep_or_in_the_crowd_is_nudged_and_a_reached_gathering_is_left_alone(personas):
@@ -134,7 +177,9 @@ def test_what_it_used_and_whom_it_nudged_survive_a_resume(personas):
 def test_a_scripted_run_records_the_nudges(make_run, scripted, flagship):
     """The small flagship, scripted, with a beat that everyone knows of the party by 08:30 and the
     director on: at 08:00 the beat is behind, and the nudge is a ``nudge`` event and a whispered
-    thought of an aware person; the same run without the director has none."""
+    thought of an aware person, who is offered the errand (a ``go`` call) and, saying yes as the
+    scripted backend does, sets out to find the one named (a ``seek`` event for the beat); the same
+    run without the director has none."""
     everyone = Beat(id="everyone", fact="party", people="all", by="2023-02-13 08:30")
     runs = {}
     for director in (True, False):
@@ -151,7 +196,16 @@ def test_a_scripted_run_records_the_nudges(make_run, scripted, flagship):
     read = con.execute("select count(*) from fact_memories f join memories m on m.id = f.memory_id "
                        "where m.source = 'directed'").fetchone()[0]
     metrics = behaviour(con, runs[True].run_id)
+    offers = con.execute("select id, agent_id, sim_time from llm_calls where run_id = ? and purpose = 'go'",
+                         [runs[True].run_id]).fetchall()
+    trips = con.execute("select agent_id, sim_time, data from events where run_id = ? and kind = 'seek' "
+                        "and json_extract(data, '$.beat') is not null", [runs[True].run_id]).fetchall()
     con.close()
+    assert [(a, t) for _, a, t in offers] == [("isabella_rodriguez", "2023-02-13 08:00")]
+    assert [(a, t, json.loads(d)["beat"], json.loads(d)["llm_call_id"]) for a, t, d in trips] == \
+        [("isabella_rodriguez", "2023-02-13 08:00", "everyone", offers[0][0])]
+    assert nudges[0][2].startswith(next(p.persona.name for p in flagship.people
+                                        if p.persona.id == json.loads(trips[0][2])["other"]))
     assert [(t, a) for t, a, _, _ in nudges] == [("2023-02-13 08:00", "isabella_rodriguez")]
     assert nudges[0][2].endswith("has not heard about the Valentine's Day party yet.")
     assert [tuple(w) for w in whispered] == [(nudges[0][1], nudges[0][2])]

@@ -1,4 +1,4 @@
-"""The director: a phase that keeps the town on its story's beats, by nudges it declares and records.
+"""The director: a phase that keeps the town on its story's beats, by offers it declares and records.
 
 Why (issue 37; HAMLET's director): a designer who writes "the gale warning reaches the skippers by
 noon" wants the town to get there by its people's own choices, and wants to know when it had to
@@ -8,44 +8,76 @@ the behaviour report counts; who is at a gathering's place) and, for the beat fu
 schedule, makes one nudge, at most ``story.nudges_per_day`` a game day:
 
 * a **reach** beat is behind when fewer of its people know the fact than a steady pace from the
-  run's start to its deadline would have told by now (by half a person or more). The nudge is
-  a thought put in the mind of someone who could carry it: the aware person (named, awake) with
-  the warmest tie to one of the beat's people who does not know yet, naming that person and the
-  news ("Tam Pascoe has not heard about the gale warning yet."). It tells the carrier nothing
-  new, so whether the news travels is still the carrier's choice; only a fact nobody in the town
-  knows is whispered itself, to the person with the most ties to the beat's people.
-* a **gather** beat is behind, from an hour before its window until its end, when fewer people
-  than it needs are at its place. The nudge is a thought for one person it counts who is
-  elsewhere (and not on the way there), awake and not talking: that they feel like going to the
-  place (at the window's start, or now).
+  run's start to its deadline would have told by now (by half a person or more). The nudge goes
+  to someone who could carry it: the aware person (named, free to go: idle or busy with an
+  activity, not near bedtime) with the warmest tie to one of the beat's people who does not know
+  yet and has not heard it from them. It is a thought ("Tam Pascoe has not heard about the gale
+  warning yet.") and an offer: the seek question (``cognition/seek.py``), "she has not heard this
+  from you; she is usually at the harbour now; do you go there to find her and tell her?", asked
+  as every seek question is (scored, calibrated, drawn) under the purpose ``go``. Only a fact
+  nobody in the town knows is whispered itself, to the person with the most ties to the beat's
+  people, with no question.
+* a **gather** beat is behind, inside its window, when fewer people than it needs are at its place.
+  The nudge is a thought for one person it counts who is elsewhere and free to go ("Ana feels like
+  going to the harbour now.") and an offer: "for the rest of the hour Ana would be mending nets at
+  the shed; does Ana go to the harbour now? Yes or No" (``go.j2``, scored like the seek question).
 
-A beat once seen reached is not nudged again. A nudge is a ``nudge`` event (``data``: beat, why,
-fact when the thought is the fact itself) and the memory it made, tied to the event: source
-``directed``, which never counts as awareness and is not read for a fact, so nobody is counted as
-told, or aware, by the director's words; only the whisper of a fact nobody knew is ``whispered``
-and makes its one person aware, as a scenario's whisper would. No LLM is asked, and
-every choice is ordered by ids, so the same seed gives the same nudges; what the director has
-used and whom it nudged it saves with the tick (``state``), so a resumed run nudges as the
-uninterrupted one.
+Why an offer and not only a thought. The first director only put the thought in the person's
+mind. Paired against no director on the small flagship with two beats (bench/director, 5 seeds,
+the bundled model, 2026-11-29), all 15 of its nudges were "feels like going to Johnson Park", and
+none of the 15 people nudged walked there within the hour: beats reached 0.2 with it and without.
+Nothing in a person's day turns a remembered thought into going somewhere: people move when they
+plan an hour, react to what they notice, or decide to seek someone. So the nudge now comes with
+the one question that can move them, and saying no is as much theirs as saying yes: the director
+decides whom to ask and about what, never the answer.
+
+A beat once seen reached is not nudged again, and nobody is nudged twice for one beat. A nudge is
+a ``nudge`` event (``data``: beat, why, fact when the thought is the fact itself) and the memory it
+made, tied to the event: source ``directed``, which never counts as awareness and is not read for a
+fact, so nobody is counted as told, or aware, by the director's words; only the whisper of a fact
+nobody knew is ``whispered`` and makes its one person aware, as a scenario's whisper would. A yes to
+a reach offer is a ``seek`` event (``data.beat`` names the beat); a yes to a gathering queues the
+rest of the hour at its place (a ``steps`` schedule row). Every choice of whom to nudge is ordered
+by ids, so the same seed gives the same nudges; what the director has used and whom it nudged it
+saves with the tick (``state``), so a resumed run nudges as the uninterrupted one.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from simulation.cognition import prompts
+from simulation.cognition.aims import untold_news
+from simulation.cognition.calibrate import BLANK
+from simulation.cognition.context import context
 from simulation.cognition.phase import Phase
-from simulation.core import Status
+from simulation.cognition.plan import bed_hour, hour_block
+from simulation.cognition.seek import Target, offer, usual_place
+from simulation.cognition.yesno import choose_yes
+from simulation.core import Action, Purpose, Status
 from simulation.scenario.story import Beat
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
     from simulation.cognition.mind import Mind
 
-__all__ = ["LEAD", "Director"]
+__all__ = ["GO_TEMPLATE", "Director", "Offer"]
 
-LEAD = timedelta(hours=1)
-"""How long before a gathering's window the director starts to see it as behind."""
+GO_TEMPLATE = "go.j2"
+"""The question a gathering's offer asks (yes or no; the reach offer asks the seek question)."""
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What the director asks one person this tick: to go and find ``target`` (a reach beat), or to
+    go to ``place`` (a gathering); ``thought`` is the nudge it put in their mind."""
+
+    beat: str
+    thought: str
+    target: Target | None = None
+    place: str | None = None
 
 
 class Director(Phase):
@@ -58,27 +90,35 @@ class Director(Phase):
         """[beat id, person id] of every nudge made, so nobody is nudged twice for one beat."""
         self.reached: list[str] = []
         """Beats seen reached (a gathering that was big enough once is not nudged again when it thins)."""
+        self.offers: dict[str, Offer] = {}
+        """This tick's offers, by the person asked (between ``select`` and ``run``)."""
 
     def select(self, mind: Mind) -> list[AgentState]:
-        return []
-
-    async def run(self, me: AgentState, mind: Mind) -> None:  # pragma: no cover - never selected
-        return None
-
-    def finish(self, mind: Mind) -> None:
+        self.offers = {}
         story = mind.settings.story
         if not story.director or not story.beats or mind.now.minute >= mind.settings.tick_minutes:
-            return
+            return []
         day = mind.now.strftime("%Y-%m-%d")
         if self.used.get(day, 0) >= story.nudges_per_day:
-            return
+            return []
         start = mind.now - timedelta(minutes=mind.tick * mind.settings.tick_minutes)
         behind = sorted(((lag, i, beat) for i, beat in enumerate(story.beats) if beat.id not in self.reached
                          and (lag := self._behind(beat, mind, start)) > 0), key=lambda t: (-t[0], t[1]))
         for _, _, beat in behind:
             if self._nudge(beat, mind):
                 self.used[day] = self.used.get(day, 0) + 1
-                return
+                break
+        return [mind.person(i) for i in sorted(self.offers)]
+
+    async def run(self, me: AgentState, mind: Mind) -> None:
+        made = self.offers[me.id]
+        if made.target is not None:
+            await offer(me, mind, made.target, Purpose.GO, {"beat": made.beat})
+        elif made.place is not None:
+            await self._go(me, mind, made)
+
+    def finish(self, mind: Mind) -> None:
+        self.offers = {}
 
     # ------------------------------------------------------------------ progress
 
@@ -102,12 +142,9 @@ class Director(Phase):
             have = sum(p.id in aware for p in counted)
             expected = needed * (now - start) / max(beat.by - start, timedelta(minutes=1))
         else:
-            opens = beat.after or start
-            if now < opens - LEAD:
+            if now < (beat.after or start):  # a gathering is asked for inside its window only
                 return 0.0
             have, expected = len(self._at(beat, mind)), needed
-            if now < opens:
-                return (needed - have) / needed if have < needed else 0.0
         if have >= needed:
             if beat.people != "all" or beat.count is not None:  # "everyone" may grow as people arrive
                 self.reached.append(beat.id)
@@ -129,8 +166,16 @@ class Director(Phase):
 
     @staticmethod
     def _can_act(person: AgentState) -> bool:
-        """Someone a nudge can move: a named person (the background crowd starts no conversation), awake."""
+        """Someone the fact itself can be whispered to: a named person (the background crowd starts no
+        conversation), awake."""
         return not person.crowd and person.status != Status.SLEEPING
+
+    @staticmethod
+    def _free(person: AgentState, mind: Mind) -> bool:
+        """Someone who can take up an offer now: a named person, idle or busy with an activity (not
+        asleep, waking, walking or talking), with an hour left before bedtime (the seek rule)."""
+        return (not person.crowd and person.status in (Status.IDLE, Status.ACTING)
+                and mind.now.hour + 1 < bed_hour(person))
 
     def _carry(self, beat: Beat, mind: Mind, done: set[str]) -> bool:
         aware = mind.aware(beat.fact or "")
@@ -138,20 +183,24 @@ class Director(Phase):
         if not waiting:
             return False
         name = mind.fact_name(beat.fact or "")
-        carriers = [p for p in mind.people() if p.id in aware and p.id not in done and self._can_act(p)]
+        carriers = [p for p in mind.people() if p.id in aware and p.id not in done and self._free(p, mind)]
         if carriers:
             pairs = []
             for c in carriers:
                 for t in waiting:
-                    if t.id == c.id:
+                    tie = mind.tie(c.id, t.id) if t.id != c.id else None
+                    if tie is None or t.place == c.place:  # a stranger, or right here (a reaction's choice)
                         continue
-                    tie = mind.tie(c.id, t.id)
-                    pairs.append((-(tie.sentiment if tie else -2.0), c.id, t.id, c, t))
+                    place = usual_place(t, mind.now.hour, mind.hub)
+                    news = [n for n in untold_news(c, mind, t.id) if n.provenance and n.provenance.fact == beat.fact]
+                    if news and place != c.place:
+                        pairs.append((-tie.sentiment, c.id, t.id, c, Target(t.id, news[0], place, tie)))
             if not pairs:
                 return False
             _, _, _, carrier, target = min(pairs, key=lambda x: x[:3])
-            text = f"{target.persona.name} has not heard about the {name} yet."
-            self._whisper(mind, beat, carrier, text, None, f"{target.id} has not heard it")
+            text = f"{mind.person(target.person).persona.name} has not heard about the {name} yet."
+            self._whisper(mind, beat, carrier, text, None, f"{target.person} has not heard it")
+            self.offers[carrier.id] = Offer(beat.id, text, target=target)
             return True
         if any(p.id in aware for p in mind.people()):  # someone here knows: none of them can act on a nudge now
             return False
@@ -167,16 +216,34 @@ class Director(Phase):
     def _gather(self, beat: Beat, mind: Mind, done: set[str]) -> bool:
         there = {p.id for p in self._at(beat, mind)}
         pool = self._people(beat, mind) if beat.people else [p for p in mind.people() if not p.crowd]
-        free = [p for p in pool if p.id not in there and p.id not in done and self._can_act(p)
-                and p.status != Status.TALKING and not (p.status == Status.WALKING and p.route[-1:] == [beat.place])]
+        free = [p for p in pool if p.id not in there and p.id not in done and self._free(p, mind)]
         if not free:
             return False
         person = min(free, key=lambda p: p.id)
-        opens = beat.after or mind.now
-        when = "now" if mind.now >= opens else f"at {opens:%H:%M}"
-        text = f"{person.first_name} feels like going to {mind.place_name(beat.place or '')} {when}."
+        text = f"{person.first_name} feels like going to {mind.place_name(beat.place or '')} now."
         self._whisper(mind, beat, person, text, None, f"{len(there)} of {beat.needed(len(pool))} there")
+        self.offers[person.id] = Offer(beat.id, text, place=beat.place)
         return True
+
+    async def _go(self, me: AgentState, mind: Mind, made: Offer) -> None:
+        """Ask ``me`` whether to go to the gathering's place now; on yes, the rest of the hour there."""
+        place = made.place or ""
+        there = mind.place_name(place)
+        block = await hour_block(me, mind)
+        ctx = await context(me, mind, f"{there} {made.thought}", Purpose.GO)
+        msgs = prompts.messages(me.system_prompt, GO_TEMPLATE, **ctx, activity=block.activity,
+                                activity_place=mind.place_name(block.place), thought=made.thought, there=there)
+        going, call_id = await choose_yes(me, mind, msgs, template=GO_TEMPLATE, purpose=Purpose.GO, there=BLANK)
+        if not going:
+            return
+        now = mind.now
+        me.steps = [Action(f"spending the hour at {there}", place, 60 - now.minute, call_id=call_id)]
+        me.steps_key = (now.date(), now.hour)
+        if me.status == Status.ACTING:  # going replaces what they were doing
+            me.status, me.action = Status.IDLE, None
+        mind.record_schedule(me, "steps", f"going to {there}",
+                             [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
+                              for s in me.steps], True)
 
     def _whisper(self, mind: Mind, beat: Beat, person: AgentState, text: str, fact: str | None, why: str) -> None:
         mind.whisper(person, text, fact, {"beat": beat.id, "why": why})

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from simulation.agents import Seeking
 from simulation.cognition import prompts
@@ -45,7 +45,7 @@ from simulation.cognition.react import REASON_CHARS
 from simulation.cognition.schemas import clip
 from simulation.cognition.sociability import talk_odds
 from simulation.cognition.yesno import choose_yes
-from simulation.core import Action, EventKind, Purpose
+from simulation.core import Action, EventKind, Purpose, Status
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -104,17 +104,25 @@ async def seek(me: AgentState, mind: Mind) -> bool:
     """Ask ``me`` whether to go and find someone to tell them news (see the module docstring);
     True when they set out (the rest of the hour is queued: looking for them at their place)."""
     now = mind.now
-    left = 60 - now.minute
-    if not mind.settings.seek or left < MIN_MINUTES or now.hour + 1 >= bed_hour(me):
+    if not mind.settings.seek or 60 - now.minute < MIN_MINUTES or now.hour + 1 >= bed_hour(me):
         return False
     found = targets(me, mind)
     if not found:
         return False
     target = found[0]
     me.offered.setdefault(target.person, []).append(target.news.id)
+    return await offer(me, mind, target, Purpose.SEEK)
+
+
+async def offer(me: AgentState, mind: Mind, target: Target, purpose: str, data: dict[str, Any] | None = None) -> bool:
+    """Ask ``me`` the seek question about ``target`` (``purpose``: ``seek``, or ``go`` when the story's
+    director offers the errand); when they say yes, queue the rest of the hour looking for them at
+    their usual place and record a ``seek`` event (with ``data`` added). True when they set out."""
+    now = mind.now
+    left = 60 - now.minute
     other = mind.person(target.person)
     block = await hour_block(me, mind)
-    ctx = await context(me, mind, f"{other.persona.name} {target.news.text}", Purpose.SEEK)
+    ctx = await context(me, mind, f"{other.persona.name} {target.news.text}", purpose)
     there = mind.place_name(target.place)
     msgs = prompts.messages(me.system_prompt, TEMPLATE, **ctx, activity=block.activity,
                             activity_place=mind.place_name(block.place), other_name=other.persona.name,
@@ -122,7 +130,7 @@ async def seek(me: AgentState, mind: Mind) -> bool:
                             relationship=target.tie.view, news=clip(news_text(target.news, mind), REASON_CHARS),
                             there=there)
     lean = talk_odds(me.persona.big_five, target.tie, mind.settings.talk_prior)
-    going, call_id = await choose_yes(me, mind, msgs, template=TEMPLATE, purpose=Purpose.SEEK, factor=lean,
+    going, call_id = await choose_yes(me, mind, msgs, template=TEMPLATE, purpose=purpose, factor=lean,
                                       other_first=BLANK, there=BLANK)
     if not going:
         return False
@@ -132,13 +140,15 @@ async def seek(me: AgentState, mind: Mind) -> bool:
     me.steps = [Action(f"looking for {other.first_name}", target.place, left,
                        importance=target.news.rated_importance, call_id=call_id)]
     me.steps_key = (now.date(), now.hour)
+    if me.status == Status.ACTING:  # the errand replaces what they were doing (the director may ask mid-task)
+        me.status, me.action = Status.IDLE, None
     mind.record(me, EventKind.SEEK, f"{me.persona.name} goes to {there} to find "
                 f"{other.persona.name}", {"other": other.id, "place": target.place, "memory_id": target.news.id,
-                                           "llm_call_id": call_id})
+                                           "llm_call_id": call_id, **(data or {})})
     mind.record_schedule(me, "steps", f"looking for {other.first_name}",
                          [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
                           for s in me.steps], True)
     return True
 
 
-__all__ = ["MIN_MINUTES", "SEEK", "TARGETS", "TEMPLATE", "Target", "seek", "targets", "usual_place"]
+__all__ = ["MIN_MINUTES", "SEEK", "TARGETS", "TEMPLATE", "Target", "offer", "seek", "targets", "usual_place"]

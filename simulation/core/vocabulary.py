@@ -122,6 +122,9 @@ class Purpose(StrEnum):
     REACT = "react"
     SEEK = "seek"
     """Whether to go and find someone one knows, to tell them news (``cognition.seek``)."""
+    GO = "go"
+    """Whether to take up the story director's offer (``story.director``): to go to a gathering's
+    place, or to go and find someone who has not heard the news (the seek question)."""
     UTTERANCE = "utterance"
     AIM = "aim"
     """What a person in a conversation means to do with their next line (``cognition.aims``)."""

@@ -14,6 +14,8 @@ nothing. What it answers:
   talked to ("talk" by default), else ``react_alone``; the detail "going over to have a look".
 * ``seek`` (whether to go and find someone to tell them news, a yes-or-no question): "No", or
   with ``seek=True`` "Yes".
+* ``go`` (whether to take up the story director's offer, a yes-or-no question): "Yes", or with
+  ``go=False`` "No".
 * ``utterance``: a numbered line about the party, then the question's own example line for the
   chosen move (so it does what the move is for: tells the news, asks with a "?").
 * ``recap``, ``questions``, ``insights`` (citing the schema's statement numbers), ``probe*``:
@@ -258,7 +260,8 @@ class ScriptedBackend(AnsweringBackend):
     requires gets a valid value. ``garbage``: purposes answered with invalid JSON (to exercise
     retries and safe defaults). ``talk``/``react``/``react_alone``: the reaction's decision with and
     without someone to talk to. ``seek``: whether a person asked to go and find someone with news
-    sets out ("Yes") or carries on ("No", the default). ``end_after``: the conversation line that says goodbye.
+    sets out ("Yes") or carries on ("No", the default). ``go``: whether a person the director offers an
+    errand to takes it up ("Yes", the default). ``end_after``: the conversation line that says goodbye.
     ``prefer``: moves (``core.Aim`` values, e.g. ``("invite", "accept")``) chosen whenever offered.
     ``importance``: a memory's text to its rating (1-10). ``batches`` holds every batch asked.
     """
@@ -269,7 +272,7 @@ class ScriptedBackend(AnsweringBackend):
     def __init__(self, garbage: set[str] | None = None, talk: bool = True, end_after: int = 4,
                  react: str | None = None, react_alone: str = "continue",
                  importance: Callable[[str], int] | None = None, prefer: Sequence[str] = (),
-                 answers: Mapping[str, Scripted] | None = None, seek: bool = False):
+                 answers: Mapping[str, Scripted] | None = None, seek: bool = False, go: bool = True):
         unknown = [p for p in prefer if p not in {a.value for a in Aim}]
         if unknown:
             raise ValueError(f"prefer names moves ({', '.join(a.value for a in Aim)}), not {unknown}")
@@ -277,6 +280,7 @@ class ScriptedBackend(AnsweringBackend):
         self.react = react or ("talk" if talk else "continue")
         self.react_alone = react_alone
         self.seek = seek
+        self.go = go
         self.end_after = end_after
         self.prefer = tuple(prefer)
         self.importance = importance or (lambda text: 8 if "party" in text.lower() else 3)
@@ -298,6 +302,8 @@ class ScriptedBackend(AnsweringBackend):
             return decisions.get(wanted, options[0])
         if req.purpose == Purpose.SEEK:
             return YES if self.seek else NO
+        if req.purpose == Purpose.GO:
+            return YES if self.go else NO
         if req.purpose == Purpose.IMPORTANCE:
             memories = shown(req, "memory")
             if memories and str(self.importance(memories[-1])) in options:
