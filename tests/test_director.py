@@ -16,7 +16,7 @@ from fake_mind import FakeMind
 
 from simulation.agents import AgentState
 from simulation.cognition.director import Director
-from simulation.core import MemoryKind, Provenance, Source, Status
+from simulation.core import Happening, MemoryKind, Provenance, Source, Status
 from simulation.rundb import connect_ro
 from simulation.rundb.behaviour import behaviour
 from simulation.scenario.story import Beat, Story
@@ -143,6 +143,35 @@ def test_a_gathering_offers_someone_elsewhere_to_go_inside_its_window(personas):
     stayed.answers = dict(NO)
     stayed.run(Director())
     assert not stayed.person("bob").steps
+
+
+def test_a_gathering_asks_first_whoever_knows_what_is_on_there_and_says_so(personas):
+    """bob comes first by id, but cat knows of the tasting at the cafe now: cat is asked, and the
+    thought gives her reason, which is nothing new to her."""
+    meet = Beat(id="meet", place="cafe", count=2, after="2023-02-13 09:00", by="2023-02-13 11:00")
+    mind = _mind(personas, Story(beats=[meet], director=True), hour=9)
+    tasting = Happening("tasting", "cafe", START.replace(hour=9), START.replace(hour=11), "cake tasting")
+    mind.happenings = lambda person_id: [tasting] if person_id == "cat" else []
+    mind.run(Director())
+    assert [(who, text) for who, text, _, _ in mind.whispered] == \
+        [("cat", "Cat feels like going to Cafe now, for the cake tasting.")]
+
+
+def test_every_lagging_beat_gets_its_turn(personas):
+    """The gathering is further behind than the news at 09:00 and is nudged first; at 10:00 both still
+    lag, and the news, not yet nudged, has its turn."""
+    meet = Beat(id="meet", place="cafe", count=3, after="2023-02-13 09:00", by="2023-02-13 12:00")
+    spread = SPREAD.model_copy(update={"by": datetime(2023, 2, 13, 12, 0)})
+    story = Story(beats=[spread, meet], director=True)
+    director = Director()
+    beats = []
+    for hour in (9, 10):
+        mind = _mind(personas, story, hour)
+        mind.places["park"] = "Park"
+        mind.person("ann").place = "park"
+        mind.run(director)
+        beats += [data["beat"] for _, _, _, data in mind.whispered]
+    assert beats == ["meet", "spread"]
 
 
 def test_nobody_asleep_or_in_the_crowd_is_nudged_and_a_reached_gathering_is_left_alone(personas):

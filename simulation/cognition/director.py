@@ -4,8 +4,10 @@ Why (issue 37; HAMLET's director): a designer who writes "the gale warning reach
 noon" wants the town to get there by its people's own choices, and wants to know when it had to
 be helped. At the first tick of every game hour the director reads each open beat's progress
 from the record (who is aware of the beat's fact: the provenance tracker's awareness, the figure
-the behaviour report counts; who is at a gathering's place) and, for the beat furthest behind its
-schedule, makes one nudge, at most ``story.nudges_per_day`` a game day:
+the behaviour report counts; who is at a gathering's place) and makes one nudge, at most
+``story.nudges_per_day`` a game day, for one beat behind its schedule: of those behind, the one
+nudged least so far, then the furthest behind (each lagging beat gets its turn; the first director
+spent every nudge of a day on the beat furthest behind):
 
 * a **reach** beat is behind when fewer of its people know the fact than a steady pace from the
   run's start to its deadline would have told by now (by half a person or more). The nudge goes
@@ -18,8 +20,10 @@ schedule, makes one nudge, at most ``story.nudges_per_day`` a game day:
   nobody in the town knows is whispered itself, to the person with the most ties to the beat's
   people, with no question.
 * a **gather** beat is behind, inside its window, when fewer people than it needs are at its place.
-  The nudge is a thought for one person it counts who is elsewhere and free to go ("Ana feels like
-  going to the harbour now.") and an offer: "for the rest of the hour Ana would be mending nets at
+  The nudge goes to one person it counts who is elsewhere and free to go, first one who knows what
+  is on there now (a happening of a fact they are aware of: their reason, nothing new to them), then
+  the one with most acquaintances there, then by id. It is a thought ("Ana feels like going to the
+  harbour now, for the regatta.") and an offer: "for the rest of the hour Ana would be mending nets at
   the shed; does Ana go to the harbour now? Yes or No" (``go.j2``, scored like the seek question).
 
 Why an offer and not only a thought. The first director only put the thought in the person's
@@ -102,9 +106,12 @@ class Director(Phase):
         if self.used.get(day, 0) >= story.nudges_per_day:
             return []
         start = mind.now - timedelta(minutes=mind.tick * mind.settings.tick_minutes)
-        behind = sorted(((lag, i, beat) for i, beat in enumerate(story.beats) if beat.id not in self.reached
-                         and (lag := self._behind(beat, mind, start)) > 0), key=lambda t: (-t[0], t[1]))
-        for _, _, beat in behind:
+        # every lagging beat gets its turn: the least nudged first, then the furthest behind
+        turns = {b.id: sum(n[0] == b.id for n in self.nudged) for b in story.beats}
+        behind = sorted(((turns[beat.id], -lag, i, beat) for i, beat in enumerate(story.beats)
+                         if beat.id not in self.reached and (lag := self._behind(beat, mind, start)) > 0),
+                        key=lambda t: t[:3])
+        for *_, beat in behind:
             if self._nudge(beat, mind):
                 self.used[day] = self.used.get(day, 0) + 1
                 break
@@ -219,8 +226,19 @@ class Director(Phase):
         free = [p for p in pool if p.id not in there and p.id not in done and self._free(p, mind)]
         if not free:
             return False
-        person = min(free, key=lambda p: p.id)
-        text = f"{person.first_name} feels like going to {mind.place_name(beat.place or '')} now."
+
+        def on(p: AgentState) -> list[str]:
+            """What ``p`` knows is going on at the place now (their reason to go; nothing new to them)."""
+            return [h.title for h in mind.happenings(p.id) if h.place == beat.place and h.start <= mind.now < h.end]
+
+        def friends(p: AgentState) -> int:
+            return sum(mind.tie(p.id, o) is not None for o in there)
+
+        # a reason first (they know what is on there), then friends there, then by id
+        person = min(free, key=lambda p: (not on(p), -friends(p), p.id))
+        what = on(person)
+        reason = f", for the {what[0]}" if what else ""
+        text = f"{person.first_name} feels like going to {mind.place_name(beat.place or '')} now{reason}."
         self._whisper(mind, beat, person, text, None, f"{len(there)} of {beat.needed(len(pool))} there")
         self.offers[person.id] = Offer(beat.id, text, place=beat.place)
         return True
