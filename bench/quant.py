@@ -31,18 +31,8 @@ from attention import speeds  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from simulation.benchmark.host import cpu as cpu_flags  # noqa: E402
 from simulation.llm.llamacpp.bundled import bundled_model_path, shipped_model_path  # noqa: E402
-
-
-def cpu_flags() -> str:
-    """The vector extensions llama.cpp can use here, from /proc/cpuinfo (empty elsewhere)."""
-    try:
-        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-    except (OSError, StopIteration):
-        return "unknown"
-    have = set(flags.split(":", 1)[1].split())
-    wanted = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8")
-    return " ".join(f for f in wanted if f in have) or "none of AVX2/AVX-512/AMX"
 
 
 def generation(path: Path, steps: int, reps: int) -> float:

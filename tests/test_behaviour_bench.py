@@ -188,14 +188,42 @@ def test_bad_seeds_are_bad_input(seeds, tmp_path):
     assert out.exit_code == 2 and "--seeds" in out.output and "Traceback" not in out.output
 
 
-def _fake_report(path, values: dict[str, list[float | None]], seeds=(1, 2, 3, 4, 5)):
+def _fake_report(path, values: dict[str, list[float | None]], seeds=(1, 2, 3, 4, 5), cpu: str | None = None):
     path.mkdir()
     runs = [{"seed": seed, "run_dir": f"runs/{i}", "wall_s": 1.0,
              "metrics": {k: v[i] for k, v in values.items() if v[i] is not None}} for i, seed in enumerate(seeds)]
     (path / "behaviour.json").write_text(json.dumps({
         "scenario": "town", "seeds": list(seeds), "ticks": 36, "backend": "scripted", "model": "m",
-        "command": "", "summary": {}, "runs": runs}))
+        "command": "", "summary": {}, "runs": runs, **({"cpu": cpu} if cpu is not None else {})}))
     return path
+
+
+def test_a_report_records_its_cpu_and_compare_says_when_two_differ(tmp_path, report):
+    """llama.cpp is compiled for its host: the same seed is another town on another kind of CPU, so a
+    comparison across kinds (or with a kind not recorded) says its seeds are not paired replicates."""
+    from simulation.benchmark.compare import compare, load_report, markdown
+    from simulation.benchmark.host import cpu
+
+    assert json.loads((report[2] / "behaviour.json").read_text())["cpu"] == cpu()
+    assert f"CPU `{cpu()}`" in (report[2] / "report.md").read_text()
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor : 0\nflags : fpu sse2 avx avx2 fma f16c avx512f avx512_vnni\n")
+    assert cpu(info) == "avx2 fma f16c avx512f avx512_vnni" and cpu(tmp_path / "nope") == "unknown"
+    values = {"talk.conversations": [4, 4, 4, 4, 4]}
+    avx2 = _fake_report(tmp_path / "avx2", values, cpu="avx2 fma f16c")
+    avx512 = _fake_report(tmp_path / "avx512", values, cpu="avx2 fma f16c avx512f")
+    twin = _fake_report(tmp_path / "twin", values, cpu="avx2 fma f16c")
+    old = _fake_report(tmp_path / "old", values)
+
+    def note(*paths):
+        reports = [load_report(p) for p in paths]
+        return markdown(reports, compare(reports))
+
+    assert "kinds of CPU" not in note(avx2, twin) and "paired replicate" not in note(avx2, twin)
+    assert "different or unrecorded kinds of CPU (avx2: avx2 fma f16c; avx512: avx2 fma f16c avx512f)" \
+        in note(avx2, avx512)
+    assert "old: not recorded" in note(avx2, old)
+    assert "none of the reports records" in note(old, _fake_report(tmp_path / "older", values))
 
 
 def test_compare_pairs_the_seeds_and_says_which_way_each_metric_moved(tmp_path, report):

@@ -18,11 +18,13 @@ with the engine that made them (``agora bench rescore``).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from simulation.benchmark import host
 from simulation.errors import InputError, Problem
 from simulation.rundb.intervals import Estimate, estimate, format_value
 
@@ -66,6 +68,9 @@ class BenchmarkResult:
     scored_by: str = ""
     """The engine whose rules computed the metrics, when it is not the one that made the runs
     (``rescore_benchmark``); empty when they are the same."""
+    cpu: str = ""
+    """The kind of CPU the runs were made on (``host.cpu``; empty when not known: rescored or
+    gathered runs): a seed is a replicate only on the same kind."""
 
     def metric_names(self) -> list[str]:
         names: dict[str, None] = {}
@@ -164,7 +169,8 @@ def run_benchmark(loaded: LoadedScenario, seeds: Sequence[int], out: Path, *, ti
     for seed in seeds:
         if seed in earlier:
             _same_experiment(earlier[seed], engine, scenario_sha)
-    result = BenchmarkResult(loaded.scenario.name, list(seeds), ticks, "", "", command, engine, scenario_sha)
+    result = BenchmarkResult(loaded.scenario.name, list(seeds), ticks, "", "", command, engine, scenario_sha,
+                             cpu=host.cpu())
     tasks: dict[int, RunTask | Path] = {}
     for seed in seeds:
         if seed in earlier and earlier[seed].status == "finished":
@@ -223,7 +229,6 @@ def fork_benchmark(base: BenchmarkResult, out: Path, *, at: int, interventions: 
     then the intervention. Run again, it re-reads the finished forks there and resumes the
     interrupted ones; a fork made with other interventions, at another tick or by another
     engine is refused."""
-    import json
     from dataclasses import asdict
 
     from simulation.benchmark.parallel import RunTask, check_jobs
@@ -249,7 +254,7 @@ def fork_benchmark(base: BenchmarkResult, out: Path, *, at: int, interventions: 
                                      f"another engine than this one (at {at}, engine {engine}): give a new --out"))
         found[parent] = (db.parent, status)
     result = BenchmarkResult(base.scenario, list(base.seeds), base.ticks, "", "", command, engine,
-                             base.scenario_sha256)
+                             base.scenario_sha256, cpu=host.cpu())
     tasks: dict[int, RunTask | Path] = {}
     for parent in base.runs:
         earlier = found.get(parent.run_id)
@@ -306,6 +311,14 @@ def _read_back(result: BenchmarkResult, seed: int, run_dir: Path) -> None:
         con.close()
 
 
+def _cpu_of(report_dir: Path) -> str:
+    """The kind of CPU an earlier report of ``report_dir`` says its runs were made on ('' if none)."""
+    try:
+        return str(json.loads((report_dir / "behaviour.json").read_text("utf-8")).get("cpu") or "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
 def rescore_benchmark(report_dir: Path, command: str = "") -> BenchmarkResult:
     """The runs of an earlier benchmark (``report_dir/runs``), whatever engine made them, scored by
     this engine's rules: probe answers re-scored, metrics recomputed and stored in each run.db. The
@@ -340,7 +353,7 @@ def rescore_benchmark(report_dir: Path, command: str = "") -> BenchmarkResult:
                                  "scenarios or tick counts)"))
     engines = sorted({r[3] for r in runs})
     result = BenchmarkResult(runs[0][2], seeds, runs[0][4], "", "", command, ",".join(engines), runs[0][5],
-                             scored_by=engine_fingerprint())
+                             scored_by=engine_fingerprint(), cpu=_cpu_of(report_dir))
     for seed, run_dir, *_ in runs:
         _rescore(run_dir)
         _read_back(result, seed, run_dir)

@@ -39,6 +39,8 @@ class Report:
     """metric -> the value of each seed, in ``seeds`` order (None where the seed's run gave none)."""
     engine: str = ""
     scenario_sha256: str = ""
+    cpu: str = ""
+    """The kind of CPU its runs were made on (``benchmark.host``; '' in reports before it was recorded)."""
 
     def by_seed(self, name: str, seeds: list[int]) -> list[float | None]:
         """``name``'s values in the order of ``seeds``."""
@@ -76,7 +78,8 @@ def load_report(path: Path, label: str | None = None) -> Report:
         names = sorted({name for run in runs for name in run["metrics"]})
         values = {name: [run["metrics"].get(name) for run in runs] for name in names}
         return Report(label or path.name, file, data["scenario"], [int(r["seed"]) for r in runs], data.get("ticks"),
-                      data.get("model", ""), values, data.get("engine", ""), data.get("scenario_sha256", ""))
+                      data.get("model", ""), values, data.get("engine", ""), data.get("scenario_sha256", ""),
+                      str(data.get("cpu") or ""))
     except FileNotFoundError:
         raise InputError(Problem(str(file), "not found: give a report directory of agora bench behaviour")) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -103,6 +106,22 @@ def compare(reports: list[Report]) -> list[Comparison]:
     return out
 
 
+def cpu_note(reports: list[Report]) -> list[str]:
+    """A warning when the reports' runs were made on different kinds of CPU, or on a kind not recorded:
+    llama.cpp is compiled for its host, so the same seed makes another town there, and the Δ are
+    then differences between unpaired runs (``benchmark.host``)."""
+    kinds = {r.cpu for r in reports}
+    if len(kinds) == 1 and "" not in kinds:
+        return []
+    if kinds == {""}:
+        return ["", "Note: none of the reports records the kind of CPU its runs were made on; a seed is a paired "
+                "replicate only on the same kind (docs/behaviour.md)."]
+    said = "; ".join(f"{r.label}: {r.cpu or 'not recorded'}" for r in reports)
+    return ["", f"**Note: the reports' runs were made on different or unrecorded kinds of CPU ({said}).** llama.cpp is "
+            "compiled for its host, and the same engine, model and seed make another town on another kind: "
+            "seeds are paired replicates only on the same kind (docs/behaviour.md)."]
+
+
 def markdown(reports: list[Report], rows: list[Comparison]) -> str:
     """The comparison as a markdown table, with what each report is."""
     lines = ["| report | scenario | seeds | ticks | model | engine |", "|---|---|---|---:|---|---|"]
@@ -110,6 +129,7 @@ def markdown(reports: list[Report], rows: list[Comparison]) -> str:
               f"`{r.engine or '–'}` |" for r in reports]
     if len({r.scenario_sha256 for r in reports if r.scenario_sha256}) > 1:
         lines += ["", "Note: the reports ran different scenario content (their scenario files' sha256 differ)."]
+    lines += cpu_note(reports)
     first = reports[0].label
     lines += ["", "Mean [95 % interval] over seeds; Δ: the mean of the per-seed differences from "
               f"{first} (same seeds) and its 95 % interval; *moved*: the last Δ wholly above zero (`higher`), below "

@@ -60,7 +60,7 @@ def _document(result: BenchmarkResult, control: BenchmarkResult | None) -> dict[
     doc: dict[str, Any] = {
         "scenario": result.scenario, "seeds": result.seeds, "ticks": result.ticks, "backend": result.backend,
         "model": result.model, "command": result.command, "engine": result.engine,
-        "scenario_sha256": result.scenario_sha256, "scored_by": result.scored_by or result.engine,
+        "scenario_sha256": result.scenario_sha256, "scored_by": result.scored_by or result.engine, "cpu": result.cpu,
         "trajectories": result.trajectories,
         "failing": [[p, v] for p, v in failing(result)], "summary": _summary(result), "runs": _runs(result),
     }
@@ -96,7 +96,8 @@ def _markdown(result: BenchmarkResult, control: BenchmarkResult | None, audit: l
                   f"(≥ {FAILING:.0%}): that part of cognition is not running, whatever the totals say.", ""]
     lines += [
         f"{n} seeds ({', '.join(map(str, result.seeds))}), {result.ticks if result.ticks else 'all'} ticks each, "
-        f"backend `{result.backend}`, model `{result.model}`, engine `{result.engine}`.",
+        f"backend `{result.backend}`, model `{result.model}`, engine `{result.engine}`"
+        + (f", CPU `{result.cpu}` (a seed is a replicate on this kind of CPU: docs/behaviour.md)." if result.cpu else "."),
         "", f"Made by: `{result.command}`" if result.command else "", "",
         *([f"**Rescored**: these runs were made by engine `{result.engine}` and are scored here by the rules of "
            f"engine `{result.scored_by}` (`agora bench rescore`): their behaviour is the old engine's, their "
