@@ -97,7 +97,8 @@ def _markdown(result: BenchmarkResult, control: BenchmarkResult | None, audit: l
     lines += [
         f"{n} seeds ({', '.join(map(str, result.seeds))}), {result.ticks if result.ticks else 'all'} ticks each, "
         f"backend `{result.backend}`, model `{result.model}`, engine `{result.engine}`"
-        + (f", CPU `{result.cpu}` (a seed is a replicate on this kind of CPU: docs/behaviour.md)." if result.cpu else "."),
+        + (f", CPU `{result.cpu}` (a seed is a replicate on this kind of CPU: docs/behaviour.md)."
+           if result.cpu else "."),
         "", f"Made by: `{result.command}`" if result.command else "", "",
         *([f"**Rescored**: these runs were made by engine `{result.engine}` and are scored here by the rules of "
            f"engine `{result.scored_by}` (`agora bench rescore`): their behaviour is the old engine's, their "
