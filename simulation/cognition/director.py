@@ -57,7 +57,7 @@ from simulation.cognition.aims import untold_news
 from simulation.cognition.calibrate import BLANK
 from simulation.cognition.context import context
 from simulation.cognition.phase import Phase
-from simulation.cognition.plan import bed_hour, hour_block
+from simulation.cognition.plan import bed_hour, hour_block, queue_hour
 from simulation.cognition.seek import Target, offer, usual_place
 from simulation.cognition.yesno import choose_yes
 from simulation.core import Action, Purpose, Status
@@ -254,14 +254,8 @@ class Director(Phase):
         going, call_id = await choose_yes(me, mind, msgs, template=GO_TEMPLATE, purpose=Purpose.GO, there=BLANK)
         if not going:
             return
-        now = mind.now
-        me.steps = [Action(f"spending the hour at {there}", place, 60 - now.minute, call_id=call_id)]
-        me.steps_key = (now.date(), now.hour)
-        if me.status == Status.ACTING:  # going replaces what they were doing
-            me.status, me.action = Status.IDLE, None
-        mind.record_schedule(me, "steps", f"going to {there}",
-                             [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
-                              for s in me.steps], True)
+        queue_hour(me, mind, [Action(f"spending the hour at {there}", place, 60 - mind.now.minute, call_id=call_id)],
+                   f"going to {there}", replacing=True)
 
     def _whisper(self, mind: Mind, beat: Beat, person: AgentState, text: str, fact: str | None, why: str) -> None:
         mind.whisper(person, text, fact, {"beat": beat.id, "why": why})

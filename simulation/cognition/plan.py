@@ -24,7 +24,7 @@ from simulation.cognition import prompts
 from simulation.cognition.context import context, memory_line
 from simulation.cognition.menu import Option, day_menu
 from simulation.cognition.schemas import DailyPlan, choice_plan_model
-from simulation.core import Action, HourBlock, MemoryKind, PlanItem, Provenance, Purpose, Source
+from simulation.core import Action, HourBlock, MemoryKind, PlanItem, Provenance, Purpose, Source, Status
 from simulation.formats.persona import HOME, WORK
 from simulation.memory.stream import UNRATED_IMPORTANCE, MemoryNode
 
@@ -215,9 +215,18 @@ async def plan_steps(me: AgentState, mind: Mind) -> list[Action]:
         left -= first
     if left > 0:
         steps.append(Action(block.activity, block.place, left, importance=importance, call_id=me.plan_call))
+    queue_hour(me, mind, steps, block.activity)
+    return steps
+
+
+def queue_hour(me: AgentState, mind: Mind, steps: list[Action], parent: str, replacing: bool = False) -> None:
+    """``steps`` become the rest of ``me``'s current hour, recorded as a ``steps`` schedule under
+    ``parent``; with ``replacing``, an activity under way stops for them (an errand chosen mid-task)."""
+    now = mind.now
     me.steps = steps
     me.steps_key = (now.date(), now.hour)
-    mind.record_schedule(me, "steps", block.activity,
+    if replacing and me.status == Status.ACTING:
+        me.status, me.action = Status.IDLE, None
+    mind.record_schedule(me, "steps", parent,
                          [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
                           for s in steps], True)
-    return steps

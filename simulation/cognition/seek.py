@@ -40,12 +40,12 @@ from simulation.cognition import prompts
 from simulation.cognition.aims import news_text, untold_news
 from simulation.cognition.context import context
 from simulation.cognition.calibrate import BLANK
-from simulation.cognition.plan import bed_hour, hour_block, routine_plan
+from simulation.cognition.plan import bed_hour, hour_block, queue_hour, routine_plan
 from simulation.cognition.react import REASON_CHARS
 from simulation.cognition.schemas import clip
 from simulation.cognition.sociability import talk_odds
 from simulation.cognition.yesno import choose_yes
-from simulation.core import Action, EventKind, Purpose, Status
+from simulation.core import Action, EventKind, Purpose
 
 if TYPE_CHECKING:
     from simulation.agents import AgentState
@@ -136,18 +136,14 @@ async def offer(me: AgentState, mind: Mind, target: Target, purpose: str, data: 
         return False
     me.seeking = Seeking(person=other.id, until=now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1),
                          call_id=call_id)
-    # the trip weighs what it is for: the news they carry (no question about their own errand)
-    me.steps = [Action(f"looking for {other.first_name}", target.place, left,
-                       importance=target.news.rated_importance, call_id=call_id)]
-    me.steps_key = (now.date(), now.hour)
-    if me.status == Status.ACTING:  # the errand replaces what they were doing (the director may ask mid-task)
-        me.status, me.action = Status.IDLE, None
     mind.record(me, EventKind.SEEK, f"{me.persona.name} goes to {there} to find "
                 f"{other.persona.name}", {"other": other.id, "place": target.place, "memory_id": target.news.id,
                                            "llm_call_id": call_id, **(data or {})})
-    mind.record_schedule(me, "steps", f"looking for {other.first_name}",
-                         [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
-                          for s in me.steps], True)
+    # the trip weighs what it is for: the news they carry (no question about their own errand); it replaces
+    # what they were doing (the director may ask mid-task)
+    queue_hour(me, mind, [Action(f"looking for {other.first_name}", target.place, left,
+                                 importance=target.news.rated_importance, call_id=call_id)],
+               f"looking for {other.first_name}", replacing=True)
     return True
 
 
