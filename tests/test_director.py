@@ -42,6 +42,8 @@ def _mind(personas, story: Story, hour: int, minute: int = 0) -> FakeMind:
         "cat": AgentState(id="cat", persona=cat, home=bob.home, place="home_a", status=Status.IDLE),
     }
     now = START.replace(hour=hour, minute=minute)
+    for p in people.values():
+        p.plan_day = now.date()  # each has planned the day (someone who has not is not asked)
     mind = FakeMind(people, now=now, tick=int((now - START).total_seconds() // 600),
                     aware_of={"party": {"ann"}}, facts={"party": ("party", "Ann is throwing a party at the cafe.")})
     mind.settings = dataclasses.replace(mind.settings, story=story)
@@ -125,8 +127,9 @@ def test_a_fact_nobody_knows_is_whispered_to_the_best_connected(personas):
 
 
 def test_a_gathering_offers_someone_elsewhere_to_go_inside_its_window(personas):
-    """Before the window nobody is asked; in it, bob (the first free one elsewhere) gets the thought and
-    the question, and on yes spends the rest of the hour at the cafe."""
+    """Before the window nobody is asked; in it, bob (the first free one elsewhere; ann is there, so one
+    more is enough) gets the thought and the question, and on yes spends the rest of the hour at the
+    cafe and the hours after it until the gathering ends (10:00-11:00), then his day goes on."""
     meet = Beat(id="meet", place="cafe", count=2, after="2023-02-13 09:00", by="2023-02-13 11:00")
     story = Story(beats=[meet], director=True)
     too_early = _mind(personas, story, hour=8)
@@ -137,12 +140,15 @@ def test_a_gathering_offers_someone_elsewhere_to_go_inside_its_window(personas):
     assert too_early.whispered == [] and too_early.asked == []
     assert [(who, text) for who, text, _, _ in mind.whispered] == [("bob", "Bob feels like going to Cafe now.")]
     question = next(a for a in mind.asked if a.purpose == "go").messages[-1]["content"]
-    assert question.startswith("Does Bob go to Cafe now?")
-    assert [(s.place, s.minutes) for s in mind.person("bob").steps] == [("cafe", 60)]
+    assert question.startswith("Does Bob go to Cafe now and stay until 11:00?")
+    bob = mind.person("bob")
+    assert [(s.place, s.minutes) for s in bob.steps] == [("cafe", 60)]
+    assert {h: (b.activity, b.place) for h, b in bob.hours.items() if h > 9} == \
+        {10: ("spending time at Cafe", "cafe")}, "his day resumes at 11:00, when the gathering is over"
     stayed = _mind(personas, story, hour=9)
     stayed.answers = dict(NO)
     stayed.run(Director())
-    assert not stayed.person("bob").steps
+    assert not stayed.person("bob").steps and 10 not in stayed.person("bob").hours
 
 
 def test_a_gathering_asks_first_whoever_knows_what_is_on_there_and_says_so(personas):
@@ -162,16 +168,46 @@ def test_every_lagging_beat_gets_its_turn(personas):
     lag, and the news, not yet nudged, has its turn."""
     meet = Beat(id="meet", place="cafe", count=3, after="2023-02-13 09:00", by="2023-02-13 12:00")
     spread = SPREAD.model_copy(update={"by": datetime(2023, 2, 13, 12, 0)})
-    story = Story(beats=[spread, meet], director=True)
+    story = Story(beats=[spread, meet], director=True, nudges_per_day=1)
     director = Director()
     beats = []
     for hour in (9, 10):
         mind = _mind(personas, story, hour)
         mind.places["park"] = "Park"
         mind.person("ann").place = "park"
+        director.used = {}  # one a day, two days' worth: the turn, not the limit, is under test
         mind.run(director)
         beats += [data["beat"] for _, _, _, data in mind.whispered]
     assert beats == ["meet", "spread"]
+
+
+def test_an_hour_asks_as_many_as_each_beat_is_short_round_by_round(personas):
+    """At 10:00 the gathering of bob and cat has nobody there (two short) and the news is one person
+    behind its pace (1.8 of 3 expected, ann alone aware): the gathering, further behind, asks first,
+    then the news has its turn (ann goes to find cat), then the gathering asks again; the day's limit
+    stops them where it falls, and nobody is asked twice in one hour."""
+    meet = Beat(id="meet", place="cafe", people=["bob", "cat"], after="2023-02-13 09:00", by="2023-02-13 12:00")
+    spread = SPREAD.model_copy(update={"by": datetime(2023, 2, 13, 12, 0)})
+    asked = {}
+    for limit in (5, 2):
+        mind = _mind(personas, Story(beats=[spread, meet], director=True, nudges_per_day=limit), hour=10)
+        mind.places["park"] = "Park"
+        mind.person("ann").place = "park"
+        director = Director()
+        mind.run(director)
+        asked[limit] = [(who, data["beat"]) for who, _, _, data in mind.whispered]
+        assert director.used == {"2023-02-13": len(asked[limit])}
+    assert asked[5] == [("bob", "meet"), ("ann", "spread"), ("cat", "meet")]
+    assert asked[2] == asked[5][:2]
+
+
+def test_a_fact_nobody_knows_is_whispered_once_in_an_hour(personas):
+    """Two behind, but the fact itself goes to one person: from then on someone knows it, and a carrier
+    is asked at the next hour."""
+    mind = _mind(personas, Story(beats=[SPREAD], director=True, nudges_per_day=5), hour=8)
+    mind.aware_of = {"party": set()}
+    mind.run(Director())
+    assert len(mind.whispered) == 1
 
 
 def test_nobody_asleep_or_in_the_crowd_is_nudged_and_a_reached_gathering_is_left_alone(personas):
@@ -243,3 +279,30 @@ def test_a_scripted_run_records_the_nudges(make_run, scripted, flagship):
     con = connect_ro(runs[False].run_dir / "run.db")
     assert con.execute("select count(*) from events where kind = 'nudge'").fetchone()[0] == 0
     con.close()
+
+
+def test_a_scripted_gathering_is_reached_by_those_who_said_yes_and_stayed(make_run, scripted, flagship):
+    """The small flagship, scripted (every offer answered yes), with a beat of two people at the library
+    between 08:00 and 09:30: at 08:00 nobody is there and two are asked, both go, and on the next hour
+    they are still there (the yes kept 09:00-09:30 for it), so the beat is reached; without the
+    director only the one whose day takes her there is, and it is not."""
+    gather = Beat(id="readers", place="ville_library", count=2, after="2023-02-13 08:00", by="2023-02-13 09:30")
+    outcome = {}
+    for director in (True, False):
+        sc = flagship.scenario.model_copy(deep=True)
+        sc.story = Story(beats=[gather], director=director)
+        run = step_run(make_run(scripted, ticks=16, loaded=flagship.model_copy(update={"scenario": sc})))
+        run.close()
+        con = connect_ro(run.run_dir / "run.db")
+        asked = [a for (a,) in con.execute("select agent_id from llm_calls where run_id = ? and purpose = 'go' "
+                                           "and sim_time = '2023-02-13 08:00' order by agent_id", [run.run_id])]
+        at_nine = {a for (a,) in con.execute(
+            "select agent_id from agent_states where run_id = ? and sim_time = '2023-02-13 09:10' "
+            "and place = 'ville_library'", [run.run_id])}
+        outcome[director] = (asked, at_nine, behaviour(con, run.run_id)["story.readers.reached"])
+        con.close()
+    asked, at_nine, reached = outcome[True]
+    assert len(asked) == 2 and set(asked) <= at_nine, "both went, and were still there in the next hour"
+    assert reached == 1.0
+    assert outcome[False][0] == [] and outcome[False][2] == 0.0
+    assert not set(asked) & outcome[False][1], "without the offer, their day takes them elsewhere"

@@ -17,7 +17,7 @@ person's day is always at real places that fit what they do.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, time
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
@@ -230,3 +230,13 @@ def queue_hour(me: AgentState, mind: Mind, steps: list[Action], parent: str, rep
     mind.record_schedule(me, "steps", parent,
                          [{"action": s.text, "place": s.place, "minutes": s.minutes, "importance": s.importance}
                           for s in steps], True)
+
+
+def keep_hours(me: AgentState, mind: Mind, activity: str, place: str, until: datetime) -> None:
+    """The hours after the current one, up to ``until`` (and bedtime), become ``activity`` at ``place``:
+    a change to the day the person agreed to (the director's gathering offer, "go to the market now and
+    stay until noon"), which the hours' steps then follow as they follow the day's plan."""
+    hour = mind.now.hour + 1
+    while hour <= 23 and hour < bed_hour(me) and datetime.combine(mind.now.date(), time(hour)) < until:
+        me.hours[hour] = HourBlock(hour, activity, place)
+        hour += 1

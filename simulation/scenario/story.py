@@ -14,8 +14,8 @@ checkable goal with a deadline:
   and ``by``; when ``people`` are named, only they count.
 
 The behaviour report scores every beat whose deadline the run reached (``rundb.beats``,
-``story.beats_reached``). With ``director: on`` a phase nudges the beat furthest behind its
-schedule each game hour, at most ``nudges_per_day`` times a game day
+``story.beats_reached``). With ``director: on`` a phase nudges the beats behind their schedule
+each game hour, as many people as each is short, at most ``nudges_per_day`` times a game day
 (``simulation.cognition.director``); the report counts the nudges (``story.nudges``).
 """
 
@@ -81,6 +81,6 @@ class Beat(StrictModel):
 class Story(StrictModel):
     beats: list[Beat] = Field(default_factory=list, max_length=200,
                               description="what should happen, by when: each scored in the behaviour report")
-    director: StrictBool = Field(False, description="on: a director phase nudges the beat furthest behind "
-                                 "each game hour (simulation/cognition/director.py)")
+    director: StrictBool = Field(False, description="on: a director phase nudges the beats behind their "
+                                 "schedule each game hour (simulation/cognition/director.py)")
     nudges_per_day: int = Field(3, ge=0, le=100, description="the director's nudges at most, per game day")
