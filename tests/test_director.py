@@ -6,6 +6,7 @@ has none."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from datetime import datetime
@@ -16,6 +17,7 @@ from fake_mind import FakeMind
 
 from simulation.agents import AgentState
 from simulation.cognition.director import Director
+from simulation.cognition.plan import plan_steps
 from simulation.core import Happening, MemoryKind, Provenance, Source, Status
 from simulation.rundb import connect_ro
 from simulation.rundb.behaviour import behaviour
@@ -143,12 +145,38 @@ def test_a_gathering_offers_someone_elsewhere_to_go_inside_its_window(personas):
     assert question.startswith("Does Bob go to Cafe now and stay until 11:00?")
     bob = mind.person("bob")
     assert [(s.place, s.minutes) for s in bob.steps] == [("cafe", 60)]
-    assert {h: (b.activity, b.place) for h, b in bob.hours.items() if h > 9} == \
-        {10: ("spending time at Cafe", "cafe")}, "his day resumes at 11:00, when the gathering is over"
+    assert {h: (b.activity, b.place) for h, b in bob.hours.items()} == \
+        {9: ("spending time at Cafe", "cafe"), 10: ("spending time at Cafe", "cafe")}, \
+        "his day resumes at 11:00, when the gathering is over"
+    bob.replan = "looking at the cakes"  # a reaction later in the hour re-plans it: then the cafe again
+    after = asyncio.run(plan_steps(bob, mind))[-1]
+    assert (after.place, after.call_id) == ("cafe", bob.hours[9].call_id) and after.call_id is not None, \
+        "the hour goes on at the cafe, tied to his yes"
     stayed = _mind(personas, story, hour=9)
     stayed.answers = dict(NO)
     stayed.run(Director())
     assert not stayed.person("bob").steps and 10 not in stayed.person("bob").hours
+
+
+def test_a_gathering_past_bedtime_asks_until_bedtime_and_nobody_is_pulled_away_from_one(personas):
+    """A gathering that goes on into the next day asks bob to stay until his bedtime, as the yes keeps;
+    and once his hour is for the cafe, the director does not send him off on the news either."""
+    meet = Beat(id="meet", place="cafe", count=2, after="2023-02-13 09:00", by="2023-02-14 11:00")
+    spread = SPREAD.model_copy(update={"by": datetime(2023, 2, 13, 12, 0)})
+    mind = _mind(personas, Story(beats=[meet], director=True), hour=9)
+    mind.answers = dict(YES)
+    mind.run(Director())
+    bob = mind.person("bob")
+    bedtime = bob.persona.routine.sleep.strftime("%H:%M")
+    question = next(a for a in mind.asked if a.purpose == "go").messages[-1]["content"]
+    assert question.startswith(f"Does Bob go to Cafe now and stay until {bedtime}?")
+    assert max(bob.hours) == int(bedtime[:2]) - 1
+    held = _mind(personas, Story(beats=[meet, spread], director=True), hour=10)
+    held.person("ann").place = "park"
+    held.places["park"] = "Park"
+    held.person("ann").hours = {10: bob.hours[10]}  # ann's hour is for the cafe now
+    held.run(Director())
+    assert all(who != "ann" for who, _, _, _ in held.whispered), "not asked to carry the news away from it"
 
 
 def test_a_gathering_asks_first_whoever_knows_what_is_on_there_and_says_so(personas):

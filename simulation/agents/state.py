@@ -72,7 +72,8 @@ class AgentState(BaseModel):
     plan_call: int | None = None
     """The ``llm_calls`` row of the answer that chose today's plan (what its actions are linked to)."""
     hours: dict[int, HourBlock] = Field(default_factory=dict)
-    """Today's hour blocks, filled in lazily as plan steps begin."""
+    """Today's hour blocks, filled in lazily as plan steps begin (ahead of time only by a change the
+    person agreed to: ``plan.keep_hours``)."""
     steps: list[Action] = Field(default_factory=list)
     """The current hour's 5-30 minute actions still to do."""
     steps_key: tuple[date, int] | None = None

@@ -10,7 +10,9 @@ these options move the model away from its habit.
 The content-free prompt keeps the question's format (its template, the number of options, a
 persona-free system message) and blanks everything a person or moment supplies: the situation,
 the name and every option's words. So one content-free question per template and menu length
-serves a whole run (``Mind.baseline`` asks it once and keeps it); it costs one short prompt.
+(and wording: ``go.j2`` asks with and without "and stay until ...") serves a whole run
+(``Mind.baseline`` asks it once and keeps it, keyed by the rendered messages); it costs one short
+prompt.
 ``cognition.calibrate: false`` turns it off (the raw probabilities are drawn from).
 """
 

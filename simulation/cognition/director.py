@@ -211,9 +211,15 @@ class Director(Phase):
     def _free(person: AgentState, mind: Mind) -> bool:
         """Someone who can take up an offer now: a named person who has planned today (a yes changes
         that plan; a plan made after it would undo it), idle or busy with an activity (not asleep,
-        waking, walking or talking), with an hour left before bedtime (the seek rule)."""
-        return (not person.crowd and person.status in (Status.IDLE, Status.ACTING)
-                and person.plan_day == mind.now.date() and mind.now.hour + 1 < bed_hour(person))
+        waking, walking or talking), with an hour left before bedtime (the seek rule), and whose hour
+        is not for the place of a gathering open now (one the director filled, or their own plan's:
+        an offer would take them away from it)."""
+        if person.crowd or person.status not in (Status.IDLE, Status.ACTING) or person.plan_day != mind.now.date():
+            return False
+        block = person.hours.get(mind.now.hour)
+        gatherings = {b.place for b in mind.settings.story.beats
+                      if b.place is not None and (b.after is None or b.after <= mind.now) and mind.now < b.by}
+        return mind.now.hour + 1 < bed_hour(person) and (block is None or block.place not in gatherings)
 
     def _carry(self, beat: Beat, mind: Mind, done: set[str]) -> bool:
         aware = mind.aware(beat.fact or "")
@@ -279,11 +285,17 @@ class Director(Phase):
         return True
 
     async def _go(self, me: AgentState, mind: Mind, made: Offer) -> None:
-        """Ask ``me`` whether to go to the gathering's place now and stay until it ends; on yes, the
-        rest of the hour there and the hours after it until the gathering's end (``keep_hours``)."""
+        """Ask ``me`` whether to go to the gathering's place now and stay until it ends (or until their
+        bedtime, if it goes on past it); on yes, this hour and the ones after it until then are spent
+        there (``keep_hours``)."""
         place = made.place or ""
         there = mind.place_name(place)
-        until = made.until.strftime("%H:%M") if made.until is not None and made.until.date() == mind.now.date() else ""
+        end = None
+        if made.until is not None:
+            sleep = me.persona.routine.sleep
+            bedtime = datetime.combine(mind.now.date(), sleep) + timedelta(days=sleep <= me.persona.routine.wake)
+            end = min(made.until, bedtime)
+        until = end.strftime("%H:%M") if end is not None else ""
         block = await hour_block(me, mind)
         ctx = await context(me, mind, f"{there} {made.thought}", Purpose.GO)
         msgs = prompts.messages(me.system_prompt, GO_TEMPLATE, **ctx, activity=block.activity,
@@ -296,8 +308,8 @@ class Director(Phase):
         activity = f"spending time at {there}"
         queue_hour(me, mind, [Action(activity, place, 60 - mind.now.minute, call_id=call_id)],
                    f"going to {there}", replacing=True)
-        if made.until is not None:
-            keep_hours(me, mind, activity, place, made.until)
+        if end is not None:
+            keep_hours(me, mind, activity, place, end, call_id)
 
     def _whisper(self, mind: Mind, beat: Beat, person: AgentState, text: str, fact: str | None, why: str) -> None:
         mind.whisper(person, text, fact, {"beat": beat.id, "why": why})

@@ -214,7 +214,8 @@ async def plan_steps(me: AgentState, mind: Mind) -> list[Action]:
         steps.append(Action(reaction, me.place, first, importance=REACTION_IMPORTANCE))
         left -= first
     if left > 0:
-        steps.append(Action(block.activity, block.place, left, importance=importance, call_id=me.plan_call))
+        steps.append(Action(block.activity, block.place, left, importance=importance,
+                            call_id=block.call_id if block.call_id is not None else me.plan_call))
     queue_hour(me, mind, steps, block.activity)
     return steps
 
@@ -232,11 +233,14 @@ def queue_hour(me: AgentState, mind: Mind, steps: list[Action], parent: str, rep
                           for s in steps], True)
 
 
-def keep_hours(me: AgentState, mind: Mind, activity: str, place: str, until: datetime) -> None:
-    """The hours after the current one, up to ``until`` (and bedtime), become ``activity`` at ``place``:
-    a change to the day the person agreed to (the director's gathering offer, "go to the market now and
-    stay until noon"), which the hours' steps then follow as they follow the day's plan."""
-    hour = mind.now.hour + 1
-    while hour <= 23 and hour < bed_hour(me) and datetime.combine(mind.now.date(), time(hour)) < until:
-        me.hours[hour] = HourBlock(hour, activity, place)
+def keep_hours(me: AgentState, mind: Mind, activity: str, place: str, until: datetime, call_id: int | None) -> None:
+    """This hour and the ones after it that start before ``until`` (and bedtime) become ``activity`` at
+    ``place``: a change to the day the person agreed to (the director's gathering offer, "go to the
+    market now and stay until noon"; ``call_id`` is that answer), which the hours' steps then follow
+    as they follow the day's plan, a reaction in between included. An hour that ``until`` ends
+    inside is kept whole."""
+    hour = mind.now.hour
+    while hour <= 23 and (hour == mind.now.hour or hour < bed_hour(me)) \
+            and datetime.combine(mind.now.date(), time(hour)) < until:
+        me.hours[hour] = HourBlock(hour, activity, place, call_id)
         hour += 1

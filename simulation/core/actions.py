@@ -56,6 +56,9 @@ class HourBlock:
     hour: int
     activity: str
     place: str
+    call_id: int | None = None
+    """The answer that put this hour into the day when it was not the day's plan (a yes to the
+    director's gathering offer); None: the day's plan (``AgentState.plan_call``)."""
 
 
 class PlanItem(BaseModel):
