@@ -10,8 +10,14 @@ The town is ``bench/town.py``'s: the flagship's eight people, then townsfolk in 
 acts: most continue what their plan says without asking the model, which is the design (a
 person asks when the hour's plan starts, when they meet someone, when a conversation goes on).
 The first tick is the dearest: everyone plans the day then. Calls are the requests the backend
-sends to the server, retries after a bad answer included; the run's end-of-day probes are not
-asked. Errors are answers that failed validation (the person then takes a safe default).
+sends to the server, retries after a bad answer included (bench/peers.py counts them again at its
+proxy, where only POSTs to ``.../completions`` are calls: the backend's ``GET /v1/models`` at start
+is not); the run's end-of-day probes are not asked. Errors are answers that failed validation (the
+person then takes a safe default). Building the run (``Simulation.from_scenario``: its database
+and town) is set-up, timed apart as the peers' is; the backend looks at ``/v1/models`` before that.
+The JSON line says how many game minutes a step is (the scenario's tick) and, in wall-clock time,
+when the steps began and ended, so that bench/peers.py can give calls and tokens per person per
+simulated minute and cut the server's log at the steps.
 """
 
 from __future__ import annotations
@@ -46,11 +52,13 @@ def main() -> None:
 
     version = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                              text=True).stdout.strip()
+    loaded = town_of(args.agents)
     result: dict[str, Any] = {
         "framework": "agora", "version": version, "agents": args.agents, "steps_requested": args.steps,
         "example": "the flagship town (bench/town.py) from 07:00, ten-minute ticks, openai backend",
         "errors": 0, "error_samples": [], "stopped": "done", "step_seconds": [], "step_calls": [],
-        "setup_seconds": 0.0, "setup_calls": 0,
+        "setup_seconds": 0.0, "setup_calls": 0, "minutes_per_step": loaded.scenario.clock.tick_minutes,
+        "steps_started_at": None, "steps_ended_at": None,
     }
     backend = OpenAIBackend([args.base_url], args.model_name, timeout_s=900)
     calls = [0]
@@ -61,16 +69,21 @@ def main() -> None:
         return await inner_generate(requests, on_done)
 
     backend.agenerate = counted  # type: ignore[method-assign]
-    marks = [(time.perf_counter(), 0)]
+    began = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory() as out, Simulation.from_scenario(
-                town_of(args.agents), backend=backend, out=Path(out), ticks=args.steps) as sim:
+                loaded, backend=backend, out=Path(out), ticks=args.steps) as sim:
+            # the steps start here: building the run (its database and town) was set-up
+            marks = [(time.perf_counter(), calls[0])]
+            result["setup_seconds"], result["setup_calls"] = round(marks[0][0] - began, 3), calls[0]
+            result["steps_started_at"] = time.time()
             for _ in range(args.steps):
                 sim.step()
                 now = time.perf_counter()
                 result["step_seconds"].append(round(now - marks[-1][0], 3))
                 result["step_calls"].append(calls[0] - marks[-1][1])
                 marks.append((now, calls[0]))
+                result["steps_ended_at"] = time.time()
                 if args.budget_s and now - marks[0][0] >= args.budget_s:
                     result["stopped"] = "budget"
                     break

@@ -2,7 +2,7 @@
 prefabs), sized to N agents, against an OpenAI-compatible server, and prints one JSON line with
 its speed.
 
-Runs with the Concordia venv's Python (gdm-concordia 2.4.0 needs Python >= 3.12), never Agora's:
+Runs with the Concordia venv's Python (gdm-concordia 2.1.0, in a venv made with Python 3.12), never Agora's:
 
     .venv-peers/concordia/bin/python bench/peers/concordia_driver.py \
         --base-url http://127.0.0.1:8080/v1 --agents 5 --steps 2
@@ -11,15 +11,23 @@ The simulation is the one of Concordia's ``examples/tutorial.ipynb`` (the wheel 
 examples; the prefabs it uses are in the wheel): N ``basic__Entity`` players with a goal each, a
 ``generic__GameMaster`` ("default rules") and a ``formative_memories_initializer__GameMaster``
 that writes every player's backstory first, run by ``prefabs.simulation.generic.Simulation`` on
-its default ``Sequential`` engine. The model is Concordia's own OpenAI class
-(``contrib.language_models.openai.gpt_model.GptLanguageModel``) pointed at the server with
-``api_base``.
+a ``Sequential`` engine. The model is Concordia's own OpenAI class: in 2.1.0
+``language_model.base_gpt_model.BaseGPTModel``, given an ``openai.OpenAI`` client whose
+``base_url`` is the server (2.1.0's ``GptLanguageModel`` makes its own client, with no way to name
+a server).
 
 Steps. Concordia's sequential engine lets ONE player act per engine step (the game master picks
 who, and makes an observation for every player first). So that a step means the same as in the
 other peers (every agent acts once), a step here is a round of N turns: ``--steps 2`` runs 2*N
 turns, agent-steps are turns, and seconds per step are seconds per turn times N. The
 initializer's engine steps (backstories: no player acts) are timed and counted apart, as setup.
+2.1.0's ``Simulation.play`` takes no step controller or callback, so the driver hands
+``Simulation`` a ``Sequential`` of its own that keeps the engine's loop and adds three things: its
+``next_acting`` notes the initializer's ``SKIP_THIS_STEP`` (the end of set-up), its ``resolve``
+notes a turn done, and its ``terminate`` ends the game once the turns are done or the time budget
+is spent (otherwise it asks the game master, as the engine does). The moment set-up ended and the
+moment the turns ended are reported in wall-clock time, so that bench/peers.py can cut the
+server's log there.
 
 LLM calls are counted where Concordia's model sends them: each call of the OpenAI client's
 ``chat.completions.create`` inside it is one request (the SDK's own retries after a timeout are
@@ -35,7 +43,9 @@ request timeout is raised from Concordia's 60 s to ``--request-timeout`` (the en
 players' observations in parallel threads, and the server answers one request at a time, so a
 request can wait behind N others), and the sentence embedder is a hashed bag of words in numpy
 (the tutorial loads sentence-transformers, which would pull torch; retrieval quality changes the
-prompts' content, not the number of calls).
+prompts' content, not the number of calls). The GPT-5 fields 2.1.0 sends with every request
+(``reasoning_effort``, ``verbosity``) travel in ``extra_body``, so the request body is the same
+whichever ``openai`` release the venv resolved; llama-cpp-python's server ignores them.
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -96,14 +106,22 @@ class Counter:
         self.lock = threading.Lock()
 
 
+GPT5_FIELDS = ("reasoning_effort", "verbosity")
+"""What 2.1.0's BaseGPTModel sends with every request, whichever the model: sent in the body as is."""
+
+
 def count_requests(model: Any, counter: Counter, timeout: float) -> None:
-    """Wrap the OpenAI client inside Concordia's model: count each HTTP request, raise the timeout."""
+    """Wrap the OpenAI client inside Concordia's model (2.1.0: ``BaseGPTModel._client``): count
+    each HTTP request, raise the timeout, and pass the GPT-5 fields as body fields."""
     completions = model._client.chat.completions
     original = completions.create
 
     def create(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("timeout") is not None:
             kwargs["timeout"] = max(float(kwargs["timeout"]), timeout)
+        extra = {k: kwargs.pop(k) for k in GPT5_FIELDS if k in kwargs}
+        if extra:
+            kwargs["extra_body"] = {**(kwargs.get("extra_body") or {}), **extra}
         started = time.perf_counter()
         try:
             return original(*args, **kwargs)
@@ -126,15 +144,15 @@ def counted_model(inner: Any, counter: Counter, seed: int) -> Any:
     rng = random.Random(seed)
 
     class CountedModel(language_model.LanguageModel):
+        # 2.1.0's LanguageModel.sample_text: no top_p/top_k (nor DEFAULT_TOP_P/DEFAULT_TOP_K)
         def sample_text(self, prompt: str, *, max_tokens: int = language_model.DEFAULT_MAX_TOKENS,
                         terminators: Collection[str] = language_model.DEFAULT_TERMINATORS,
                         temperature: float = language_model.DEFAULT_TEMPERATURE,
-                        top_p: float = language_model.DEFAULT_TOP_P, top_k: int = language_model.DEFAULT_TOP_K,
                         timeout: float = language_model.DEFAULT_TIMEOUT_SECONDS, seed: int | None = None) -> str:
             with counter.lock:
                 counter.sample_text += 1
             return inner.sample_text(prompt, max_tokens=max_tokens, terminators=terminators,
-                                     temperature=temperature, top_p=top_p, top_k=top_k, timeout=timeout, seed=seed)
+                                     temperature=temperature, timeout=timeout, seed=seed)
 
         def sample_choice(self, prompt: str, responses: Sequence[str], *,
                           seed: int | None = None) -> tuple[int, str, Mapping[str, Any]]:
@@ -154,7 +172,7 @@ def counted_model(inner: Any, counter: Counter, seed: int) -> Any:
 
 
 class TurnLimit:
-    """Duck-typed step controller: lets the engine take a step while turns and time are left."""
+    """The turns to play and the time budget, and what the engine has done so far."""
 
     def __init__(self, turns: int, budget_s: float) -> None:
         self.turns = turns
@@ -162,8 +180,10 @@ class TurnLimit:
         self.turns_done = 0
         self.turns_started: float | None = None
         self.stopped = "done"
+        self.ended_by_game_master = 0
 
-    def wait_for_step_permission(self) -> bool:
+    def may_go_on(self) -> bool:
+        """Whether the engine may take another step (False also records why not)."""
         if self.turns_done >= self.turns:
             return False
         if self.budget_s and self.turns_started is not None and \
@@ -173,7 +193,35 @@ class TurnLimit:
         return True
 
 
-def build_simulation(n_agents: int, model: Any, seed: int, acting_order: str) -> Any:
+def counting_engine(limit: TurnLimit, on_setup_done: Callable[[], None], on_turn: Callable[[], None]) -> Any:
+    """A ``Sequential`` engine (2.1.0) that ends the game at the turn limit or budget and reports
+    the end of set-up and every turn; its loop (``run_loop``) is Concordia's own."""
+    from concordia.environment.engines import sequential
+    from concordia.typing import entity as entity_lib
+
+    class CountingSequential(sequential.Sequential):
+        def terminate(self, game_master: Any, verbose: bool = False) -> bool:
+            if not limit.may_go_on():
+                return True
+            ended = super().terminate(game_master, verbose)
+            limit.ended_by_game_master += bool(ended)
+            return ended
+
+        def next_acting(self, game_master: Any, entities: Any, log_entry: Any = None,
+                        log: Any = None) -> tuple[Any, Any]:
+            entity, spec = super().next_acting(game_master, entities, log_entry=log_entry, log=log)
+            if spec.output_type == entity_lib.OutputType.SKIP_THIS_STEP:  # the initializer's step
+                on_setup_done()
+            return entity, spec
+
+        def resolve(self, game_master: Any, putative_event: str, verbose: bool = False) -> None:
+            super().resolve(game_master=game_master, putative_event=putative_event, verbose=verbose)
+            on_turn()
+
+    return CountingSequential()
+
+
+def build_simulation(n_agents: int, model: Any, seed: int, acting_order: str, engine: Any) -> Any:
     """The tutorial's configuration with ``n_agents`` players in a small town."""
     import concordia.prefabs.entity as entity_prefabs
     import concordia.prefabs.game_master as game_master_prefabs
@@ -207,7 +255,7 @@ def build_simulation(n_agents: int, model: Any, seed: int, acting_order: str) ->
     config = prefab_lib.Config(default_premise="It is Saturday morning, market day in Willowbrook's square.",
                                default_max_steps=1, prefabs=prefabs, instances=instances)
     np.random.seed(seed)
-    return simulation.Simulation(config=config, model=model, embedder=hashed_embedder())
+    return simulation.Simulation(config=config, model=model, embedder=hashed_embedder(), engine=engine)
 
 
 def lenient_action_specs(counter: Counter) -> None:
@@ -222,7 +270,7 @@ def lenient_action_specs(counter: Counter) -> None:
     def parse(text: str) -> Any:
         try:
             return strict(text)
-        except (RuntimeError, ValueError, TypeError, KeyError) as exc:  # every way its parser meets prose
+        except (RuntimeError, ValueError, TypeError, KeyError, IndexError) as exc:  # every way its parser meets prose
             counter.choice_fallbacks += 1
             if len(counter.fallback_samples) < 5:
                 counter.fallback_samples.append(f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -255,49 +303,67 @@ def main() -> None:
         "example": f"tutorial (basic__Entity x N, generic__GameMaster, formative memories; sequential engine, "
                    f"acting order {args.acting_order})",
         "agents": args.agents, "steps_requested": args.steps, "steps": 0.0, "agent_steps": 0,
+        "minutes_per_step": None,  # the tutorial has no clock: bench/peers.py applies its convention
         "seconds": 0.0, "setup_seconds": 0.0, "setup_calls": 0, "llm_calls": 0, "llm_seconds": 0.0,
         "errors": 0, "error_samples": [], "stopped": "done", "turn_seconds": [], "turn_calls": [], "restarts": 0,
+        "steps_started_at": None, "steps_ended_at": None,
     }
-    with contextlib.suppress(metadata.PackageNotFoundError):
-        result["version"] = metadata.version("gdm-concordia")
+    for dist, key in (("gdm-concordia", "version"), ("openai", "openai_version")):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            result[key] = metadata.version(dist)
 
     counter = Counter()
     lenient_action_specs(counter)
     limit = TurnLimit(args.steps * args.agents, args.budget_s)
     marks: dict[str, float] = {}
 
-    def on_step(data: Any) -> None:
-        now = time.perf_counter()
+    def requests_now() -> int:
         with counter.lock:
-            requests = counter.requests
-        if data.acting_entity == "(setup)":  # an initializer step: no player acted
-            result["setup_seconds"] = now - marks["t0"]
-            result["setup_calls"] = requests - marks["calls0"]
-        else:
-            if limit.turns_started is None:  # turns start where setup ended
-                limit.turns_started = marks["last"]
-            result["turn_seconds"].append(round(now - marks["last"], 3))
-            result["turn_calls"].append(requests - marks["last_calls"])
-            limit.turns_done += 1
+            return counter.requests
+
+    def on_setup_done() -> None:
+        """An initializer step ended (no player acted): set-up lasts until the last one before a turn."""
+        if limit.turns_done:
+            return  # a skipped step between turns belongs to the turn after it
+        now, requests = time.perf_counter(), requests_now()
+        result["setup_seconds"] = now - marks["t0"]
+        result["setup_calls"] = requests - marks["calls0"]
+        result["steps_started_at"] = time.time()
+        limit.turns_started = now  # turns start where set-up ended
+        marks["last"], marks["last_calls"] = now, requests
+
+    def on_turn() -> None:
+        now, requests = time.perf_counter(), requests_now()
+        if limit.turns_started is None:  # no set-up step seen: the turns started with the play
+            limit.turns_started = marks["t0"]
+            result["steps_started_at"] = marks["wall0"]
+        result["turn_seconds"].append(round(now - marks["last"], 3))
+        result["turn_calls"].append(requests - marks["last_calls"])
+        result["steps_ended_at"] = time.time()
+        limit.turns_done += 1
         marks["last"], marks["last_calls"] = now, requests
 
     # Concordia prints every step (verbose is on in Simulation.play): keep stdout for the JSON.
     with contextlib.redirect_stdout(sys.stderr):
         try:
-            from concordia.contrib.language_models.openai import gpt_model
+            import openai
+            from concordia.language_model import base_gpt_model
 
-            inner = gpt_model.GptLanguageModel(args.model_name, api_key="sk-local-no-key", api_base=args.base_url)
+            client = openai.OpenAI(api_key="sk-local-no-key", base_url=args.base_url)
+            inner = base_gpt_model.BaseGPTModel(args.model_name, client=client)
             count_requests(inner, counter, args.request_timeout)
             model = counted_model(inner, counter, args.seed)
-            sim = build_simulation(args.agents, model, args.seed, args.acting_order)
+            engine = counting_engine(limit, on_setup_done, on_turn)
+            sim = build_simulation(args.agents, model, args.seed, args.acting_order, engine)
             marks["t0"] = marks["last"] = time.perf_counter()
+            marks["wall0"] = time.time()
             marks["calls0"] = marks["last_calls"] = counter.requests
-            # Initializer steps + turns; the controller stops the engine when the turns are done. When
-            # the game master ends the game early, play on (at most --restarts times, without a new premise).
+            # Initializer steps + turns; the engine ends the game when the turns are done. When the game
+            # master ends it early, play on (at most --restarts times, without a new premise): the
+            # initializer, first in the engine's list again, hands over at once (it initializes once).
             premise: str | None = None
             while True:
-                sim.play(premise=premise, max_steps=args.steps * args.agents + 10,
-                         step_controller=limit, step_callback=on_step)
+                sim.play(premise=premise, max_steps=limit.turns, return_html_log=False)
                 if limit.turns_done >= limit.turns or limit.stopped != "done" or result["restarts"] >= args.restarts:
                     break
                 result["restarts"] += 1
@@ -324,6 +390,7 @@ def main() -> None:
     result["sample_text_calls"] = counter.sample_text
     result["sample_choice_calls"] = counter.sample_choice
     result["choice_fallbacks"] = counter.choice_fallbacks
+    result["ended_by_game_master"] = limit.ended_by_game_master
     result["errors"] += counter.choice_fallbacks
     result["error_samples"] += counter.fallback_samples
     result["seconds_per_agent_step"] = result["seconds"] / turns if turns else None
