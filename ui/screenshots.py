@@ -1,6 +1,6 @@
 """Screenshots of every page of the viewer, taken in headless Chromium (for docs/screenshots).
 
-    python -m ui.screenshots RUN_DIR [--out docs/screenshots]
+    python -m ui.screenshots RUN_DIR [--out docs/screenshots] [--pages town,people] [--tick N] [--name PREFIX]
 
 Starts `agora ui RUN_DIR` on a free loopback port, opens each page in headless Chromium
 (selenium with the system chromedriver) and saves PNGs. The browser test uses the same
@@ -146,13 +146,17 @@ def showcase(run_dir: Path) -> dict[str, str]:
             "people": "" if talker is None else f"?agent={talker}"}
 
 
-def capture(run_dir: Path, out: Path, width: int = 1440, height: int = 1100) -> list[Path]:
-    """One PNG per page of the viewer on ``run_dir``."""
+def capture(run_dir: Path, out: Path, width: int = 1440, height: int = 1100, pages: tuple[str, ...] = PAGES,
+            tick: int | None = None, name: str = "") -> list[Path]:
+    """One PNG per page of the viewer on ``run_dir`` (``pages``; the Town page at ``tick`` when given,
+    else at the showcase's; each file ``{name}{page}.png``)."""
     out.mkdir(parents=True, exist_ok=True)
     saved = []
     query = showcase(run_dir)
+    if tick is not None:
+        query["town"] = f"?tick={tick}"
     with viewer([str(run_dir), "--runs-dir", str(run_dir.parent)]) as url, chrome(width, height) as driver:
-        for page in PAGES:
+        for page in pages:
             driver.get(f"{url}/{'' if page == 'town' else page}{query.get(page, '')}")
             wait_for_text(driver, page.capitalize(), 60)
             settle(driver, 60)
@@ -162,7 +166,7 @@ def capture(run_dir: Path, out: Path, width: int = 1440, height: int = 1100) -> 
                     "return Math.max(m.scrollHeight, document.body.scrollHeight);")
                 driver.set_window_size(width, min(max(height, int(full) + 40), 8000))
                 settle(driver, 60)
-            path = out / f"{page}.png"
+            path = out / f"{name}{page}.png"
             driver.save_screenshot(str(path))
             driver.set_window_size(width, height)
             saved.append(path)
@@ -173,8 +177,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
+    parser.add_argument("--pages", default=",".join(PAGES), help="which pages, comma-separated (default: all)")
+    parser.add_argument("--tick", type=int, default=None, help="the tick the Town page opens at (default: the "
+                        "tick with most people talking)")
+    parser.add_argument("--name", default="", help="a prefix for the files' names (e.g. 'director-')")
     args = parser.parse_args()
-    for path in capture(args.run_dir, args.out):
+    pages = tuple(p.strip() for p in args.pages.split(",") if p.strip())
+    unknown = sorted(set(pages) - set(PAGES))
+    if unknown:
+        parser.error(f"unknown page(s) {', '.join(unknown)}: the pages are {', '.join(PAGES)}")
+    for path in capture(args.run_dir, args.out, pages=pages, tick=args.tick, name=args.name):
         print(path)
 
 
