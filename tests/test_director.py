@@ -334,3 +334,21 @@ def test_a_scripted_gathering_is_reached_by_those_who_said_yes_and_stayed(make_r
     assert reached == 1.0
     assert outcome[False][0] == [] and outcome[False][2] == 0.0
     assert not set(asked) & outcome[False][1], "without the offer, their day takes them elsewhere"
+
+
+def test_someone_who_said_they_would_stay_is_not_asked_to_go_and_find_someone(personas):
+    """ann has news cat has not heard from her (the seek question's case), but her hour is one she
+    agreed to spend at the park: the seek question is not asked; the same hour from her own plan, it is."""
+    from simulation.cognition.seek import seek
+    from simulation.core import HourBlock
+
+    outcomes = {}
+    for agreed in (7, None):
+        mind = _mind(personas, Story(), hour=10)
+        mind.places["park"] = "Park"
+        ann = mind.person("ann")
+        ann.place = "park"
+        ann.hours = {10: HourBlock(10, "spending time at Park", "park", agreed)}
+        asyncio.run(seek(ann, mind))
+        outcomes[agreed] = [a.purpose for a in mind.asked]
+    assert outcomes[7] == [] and "seek" in outcomes[None]

@@ -25,8 +25,11 @@ model is not made to set out by being asked every hour. Where someone "usually i
 routine (what an acquaintance knows), not where they are: a seeker may not find them. When the
 two are at one place, both free (``perceive.can_talk``), the seeker turns to them first and the
 conversation starts without a second question: the choice to talk was made when they set out.
-The trip lasts for the rest of the hour; the usual day resumes after it. ``cognition.seek:
-false`` turns it off (people meet only where their day takes them).
+The trip lasts for the rest of the hour; the usual day resumes after it. Someone who said they
+would be somewhere this hour (a yes to the story director's gathering offer, "go to the market and
+stay until noon": ``plan.keep_hours``) is not asked: on the bundled model two of the first four
+who said yes were gone to find someone within twenty minutes, asked by the engine, not by their
+own plan. ``cognition.seek: false`` turns it off (people meet only where their day takes them).
 """
 
 from __future__ import annotations
@@ -106,6 +109,9 @@ async def seek(me: AgentState, mind: Mind) -> bool:
     now = mind.now
     if not mind.settings.seek or 60 - now.minute < MIN_MINUTES or now.hour + 1 >= bed_hour(me):
         return False
+    agreed = me.hours.get(now.hour)
+    if agreed is not None and agreed.call_id is not None:
+        return False  # they said they would be somewhere this hour (plan.keep_hours): not asked to leave it
     found = targets(me, mind)
     if not found:
         return False
