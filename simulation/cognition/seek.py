@@ -27,9 +27,9 @@ two are at one place, both free (``perceive.can_talk``), the seeker turns to the
 conversation starts without a second question: the choice to talk was made when they set out.
 The trip lasts for the rest of the hour; the usual day resumes after it. Someone who said they
 would be somewhere this hour (a yes to the story director's gathering offer, "go to the market and
-stay until noon": ``plan.keep_hours``) is not asked: on the bundled model two of the first four
-who said yes were gone to find someone within twenty minutes, asked by the engine, not by their
-own plan. ``cognition.seek: false`` turns it off (people meet only where their day takes them).
+stay until noon": ``plan.keep_hours``) is not asked: on the bundled model two of the four who said
+yes in one run left the market before noon to go and find someone, one ten minutes after
+arriving, asked by the engine against the hour they had just agreed to. ``cognition.seek: false`` turns it off (people meet only where their day takes them).
 """
 
 from __future__ import annotations
