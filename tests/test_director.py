@@ -267,6 +267,15 @@ def test_what_it_used_and_whom_it_nudged_survive_a_resume(personas):
     assert mind.whispered == [], "ann, the only one aware, was nudged for this beat already"
 
 
+def _story_run(make_run, scripted, flagship, beat: Beat, director: bool, ticks: int):
+    """A finished scripted run of the small flagship with one beat, the director on or off."""
+    sc = flagship.scenario.model_copy(deep=True)
+    sc.story = Story(beats=[beat], director=director)
+    run = step_run(make_run(scripted, ticks=ticks, loaded=flagship.model_copy(update={"scenario": sc})))
+    run.close()
+    return run
+
+
 def test_a_scripted_run_records_the_nudges(make_run, scripted, flagship):
     """The small flagship, scripted, with a beat that everyone knows of the party by 08:30 and the
     director on: at 08:00 the beat is behind, and the nudge is a ``nudge`` event and a whispered
@@ -274,13 +283,7 @@ def test_a_scripted_run_records_the_nudges(make_run, scripted, flagship):
     scripted backend does, sets out to find the one named (a ``seek`` event for the beat); the same
     run without the director has none."""
     everyone = Beat(id="everyone", fact="party", people="all", by="2023-02-13 08:30")
-    runs = {}
-    for director in (True, False):
-        sc = flagship.scenario.model_copy(deep=True)
-        sc.story = Story(beats=[everyone], director=director)
-        run = step_run(make_run(scripted, ticks=7, loaded=flagship.model_copy(update={"scenario": sc})))
-        run.close()
-        runs[director] = run
+    runs = {director: _story_run(make_run, scripted, flagship, everyone, director, 7) for director in (True, False)}
     con = connect_ro(runs[True].run_dir / "run.db")
     nudges = con.execute("select sim_time, agent_id, text, data from events where run_id = ? and kind = 'nudge'",
                          [runs[True].run_id]).fetchall()
@@ -317,10 +320,7 @@ def test_a_scripted_gathering_is_reached_by_those_who_said_yes_and_stayed(make_r
     gather = Beat(id="readers", place="ville_library", count=2, after="2023-02-13 08:00", by="2023-02-13 09:30")
     outcome = {}
     for director in (True, False):
-        sc = flagship.scenario.model_copy(deep=True)
-        sc.story = Story(beats=[gather], director=director)
-        run = step_run(make_run(scripted, ticks=16, loaded=flagship.model_copy(update={"scenario": sc})))
-        run.close()
+        run = _story_run(make_run, scripted, flagship, gather, director, 16)
         con = connect_ro(run.run_dir / "run.db")
         asked = [a for (a,) in con.execute("select agent_id from llm_calls where run_id = ? and purpose = 'go' "
                                            "and sim_time = '2023-02-13 08:00' order by agent_id", [run.run_id])]
