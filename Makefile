@@ -72,10 +72,11 @@ run: $(STAMP)
 # Two passes on two cores: everything but the real-model tests in two workers (a file's tests stay
 # together, so its module fixtures are made once), then the `slow` ones alone: llama.cpp runs its
 # threads on every core and slows by ten times or more beside another process. Exit code 5 is
-# pytest's "nothing selected" (a PYTEST_ARGS that picks only one kind).
+# pytest's "nothing selected" (a PYTEST_ARGS that picks only one kind). Each pass lists its slowest
+# tests (--durations), so a log shows where the suite's 15 minutes go.
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -m slow --durations=10 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The inner loop: everything but the tests marked slow (they run the real bundled model) or heavy
 # (TRL training, the bundled model loaded, a wheel build, agora started as a process of its own,
