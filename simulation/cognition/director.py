@@ -67,7 +67,7 @@ from simulation.cognition.aims import untold_news
 from simulation.cognition.calibrate import BLANK
 from simulation.cognition.context import context
 from simulation.cognition.phase import Phase
-from simulation.cognition.plan import bed_hour, hour_block, keep_hours, queue_hour
+from simulation.cognition.plan import bed_hour, bedtime, hour_block, keep_hours, queue_hour
 from simulation.cognition.seek import Target, offer, usual_place
 from simulation.cognition.yesno import choose_yes
 from simulation.core import Action, Purpose, Status
@@ -292,9 +292,7 @@ class Director(Phase):
         there = mind.place_name(place)
         end = None
         if made.until is not None:
-            sleep = me.persona.routine.sleep
-            bedtime = datetime.combine(mind.now.date(), sleep) + timedelta(days=sleep <= me.persona.routine.wake)
-            end = min(made.until, bedtime)
+            end = min(made.until, bedtime(me, mind.now.date()))
         until = end.strftime("%H:%M") if end is not None else ""
         block = await hour_block(me, mind)
         ctx = await context(me, mind, f"{there} {made.thought}", Purpose.GO)

@@ -17,7 +17,7 @@ person's day is always at real places that fit what they do.
 
 from __future__ import annotations
 
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 from simulation.cognition import prompts
@@ -48,6 +48,13 @@ YESTERDAY_LINES = 8
 def bed_hour(me: AgentState) -> int:
     routine = me.persona.routine
     return routine.sleep.hour + (24 if routine.sleep <= routine.wake else 0)  # night owls sleep after midnight
+
+
+def bedtime(me: AgentState, day: date) -> datetime:
+    """When ``me`` goes to bed on the night that starts on ``day`` (the next morning for a night owl,
+    as ``bed_hour`` counts)."""
+    routine = me.persona.routine
+    return datetime.combine(day, routine.sleep) + timedelta(days=routine.sleep <= routine.wake)
 
 
 def routine_plan(me: AgentState, hour: int, hub: str) -> list[PlanItem]:
