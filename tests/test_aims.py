@@ -236,6 +236,26 @@ def test_a_blank_line_is_refused_not_a_crash():
     assert _check_utterance(answer, [], Move(Aim.GREET), ("Ann", "Bob"), ["Ann", "Bob"]) == "says nothing"
 
 
+def test_a_line_written_as_a_transcript_keeps_only_the_speakers_words():
+    """A capable model writes "Walter: Hello, Isabella." (its own name as a label), which used to
+    read as Walter calling himself; a further turn after " / " is someone else's line."""
+    from simulation.cognition.converse import _check_utterance, unlabel
+    from simulation.cognition.schemas import UtteranceAnswer
+
+    town = ["Bob", "Isabella", "Walter"]
+    answer = UtteranceAnswer(say="Walter: Hello, Isabella. How are you?")
+    assert _check_utterance(answer, [], Move(Aim.GREET), ("Walter", "Isabella"), town) is None
+    assert answer.say == "Hello, Isabella. How are you?"
+    said = "Isabella Rodriguez: Great idea, Walter. I'll invite everyone. / Walter: Yes, I agree."
+    assert unlabel(said, "Isabella", town) == "Great idea, Walter. I'll invite everyone."
+    # Someone else's label is the model writing the other person's line: left for the check.
+    other = UtteranceAnswer(say="Isabella: Hello, Walter.")
+    assert _check_utterance(other, [], Move(Aim.GREET), ("Walter", "Isabella"), town) is not None
+    # A colon that is no label stays, and a cut never leaves fewer than three words.
+    assert unlabel("Meet me at 5:30, Bob.", "Walter", town) == "Meet me at 5:30, Bob."
+    assert unlabel("Hi. Bob: ok sure", "Walter", town) == "Hi. Bob: ok sure"
+
+
 def test_a_line_must_do_what_its_move_is_for():
     names = ("Ann", "Bob")
     share = Move(Aim.SHARE, "The bakery burned down last night.")
@@ -246,6 +266,9 @@ def test_a_line_must_do_what_its_move_is_for():
     assert off_aim(invite, "Would you like to come, Bob?", names) == "does not say what the invitation is to"
     assert off_aim(Move(Aim.ASK, "plans"), "What are you doing today?", names) is None
     assert off_aim(Move(Aim.ASK, "plans"), "Tell me about your day.", names) == "asks nothing"
+    assert off_aim(Move(Aim.ASK, "plans"), "I hope you can come to the party.", names) == "asks nothing"
+    assert off_aim(Move(Aim.ASK, "plans"), "Bob, I was wondering if you had any plans for today.", names) is None
+    assert off_aim(Move(Aim.ASK, "plans"), "I just wanted to ask you about your plans.", names) is None
     assert off_aim(Move(Aim.GREET), "Hi!", names) is None
     assert instruction(Move(Aim.ASK, "plans"), "Ann", "Bob") == "asks Bob about Bob's plans for today."
 

@@ -243,13 +243,21 @@ def _content(text: str, skip: set[str]) -> set[str]:
 def off_aim(move: Move, text: str, names: tuple[str, ...]) -> str | None:
     """Why a line does not do what its move is for, else None: news or an answer that shares no
     word with what it was to tell, an invitation that names nothing of what it is to, a question
-    without a question mark. (The people's names do not count as shared words.)"""
+    that asks nothing (no question mark, no "I was wondering if"). (The people's names do not count as shared words.)"""
     skip = {n.lower() for n in names}
     if move.aim in (Aim.SHARE, Aim.ANSWER, Aim.INVITE) and not (_content(move.topic, skip) & _content(text, skip)):
         return "does not say what it was to tell" if move.aim != Aim.INVITE else "does not say what the invitation is to"
-    if move.aim == Aim.ASK and "?" not in text:
+    if move.aim == Aim.ASK and "?" not in text and not _INDIRECT_QUESTION.search(text):
         return "asks nothing"
     return None
+
+
+_INDIRECT_QUESTION = re.compile(
+    r"\b(?:wonder(?:ing|ed)?|(?:want(?:ed)?|like|meant|have) to ask(?: you)?|asking you)\s+"
+    r"(?:if|whether|about|what|how|where|when|who|why|which)\b", re.IGNORECASE)
+"""A question asked in a statement ("I was wondering if you had any plans for today.", "I wanted to
+ask you about your plans."): it asks, though no "?" ends it. A request ("Tell me about your day.")
+or a hope ("I hope you can come.") is not a question."""
 
 
 def _clip(text: str) -> str:

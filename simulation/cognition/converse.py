@@ -102,9 +102,26 @@ def misaddressed(text: str, listener: str, town: list[str]) -> str | None:
     return WRONG_PERSON if addressed(text, [n for n in town if n != listener]) else None
 
 
+def unlabel(text: str, speaker: str, town: list[str]) -> str:
+    """A line written as a transcript, back to the speaker's words: a leading label naming the
+    speaker ("Walter: Hello, Isabella." said by Walter) is dropped, and the line is cut where a
+    further turn begins ("... I'll invite everyone. / Walter: Yes, I agree."), when at least three
+    words remain before it. Format, not content: a capable model shown dialogue as "Name: line"
+    (a conversation's gist in memory) writes its own line that way, and the label then reads as
+    calling the speaker by name. A label naming anyone else is left for the check to refuse (the
+    model wrote someone else's line). As Generative Agents' code strips "Name:" from a reply."""
+    label = re.compile(rf"^\W*{re.escape(speaker)}(?:\s+[A-Z][\w'-]*)?\s*:\s*")
+    text = label.sub("", text, count=1)
+    names = "|".join(re.escape(n) for n in sorted({speaker, *town}))
+    turn = re.search(rf"(?:\s+/\s*|(?<=[.!?\"])\s+)(?:{names})(?:\s+[A-Z][\w'-]*)?\s*:", text) if names else None
+    if turn and len(text[:turn.start()].split()) >= 3:
+        text = text[:turn.start()]
+    return text
+
+
 def _check_utterance(answer: UtteranceAnswer, earlier: list[str], move: Move, names: tuple[str, str],
                      town: list[str]) -> str | None:
-    answer.say = whole_sentences(strip_echo(answer.say, earlier))
+    answer.say = whole_sentences(strip_echo(unlabel(answer.say, names[0], town), earlier))
     return (check_spoken(answer.say, earlier) or misaddressed(answer.say, names[1], town)
             or off_aim(move, answer.say, names))
 
