@@ -270,7 +270,7 @@ def test_a_line_must_do_what_its_move_is_for():
     assert off_aim(Move(Aim.ASK, "plans"), "Bob, I was wondering if you had any plans for today.", names) is None
     assert off_aim(Move(Aim.ASK, "plans"), "I just wanted to ask you about your plans.", names) is None
     assert off_aim(Move(Aim.GREET), "Hi!", names) is None
-    assert instruction(Move(Aim.ASK, "plans"), "Ann", "Bob") == "asks Bob about Bob's plans for today."
+    assert instruction(Move(Aim.ASK, "plans"), "Ann", "Bob") == "asks Bob a question about Bob's plans for today."
 
 
 def test_an_invitation_flows_through_a_conversation(mind):

@@ -162,7 +162,7 @@ _OPTION = {
 }
 _NOW = {
     Aim.GREET: "greets {o}.", Aim.SHARE: "tells {o} this: {topic}", Aim.INVITE: "invites {o} to {topic}.",
-    Aim.ASK: "asks {o} about {ask}.", Aim.ANSWER: "answers {o}'s question. {topic}.",
+    Aim.ASK: "asks {o} a question about {ask}.", Aim.ANSWER: "answers {o}'s question. {topic}.",
     Aim.REPLY: "replies to what {o} just said ({topic}), saying what {me} thinks of it.",
     Aim.ACCEPT: "gladly accepts {o}'s invitation to {topic}.",
     Aim.DECLINE: "politely declines {o}'s invitation to {topic}, and says why.", Aim.END: "says goodbye to {o}.",
