@@ -66,6 +66,33 @@ def test_a_live_context_is_counted_as_evaluated_once():
     assert counts.reused == counts.prompt - expected > 0
 
 
+def test_a_message_grown_at_its_end_is_evaluated_up_to_its_last_break_once():
+    """A person's working memory is one message that grows a batch at a time, each batch ending in
+    a ``PIECE_BREAK`` (``cognition.prompts.messages``): each batch is evaluated once, the break
+    never reaches the tokens, and a prompt without breaks tokenizes as before."""
+    from simulation.llm.llamacpp.backend import _vocab_chat, bundled_model_path
+    from simulation.llm.types import PIECE_BREAK
+
+    chat = _vocab_chat(bundled_model_path())
+    calls = []
+    for tick in range(4):
+        for a in range(2):
+            seen = "".join(f"- At {8 + t}:00 person {a} saw a neighbour {t}.\n{PIECE_BREAK}" for t in range(tick + 1))
+            situation = {"role": "user", "content": f"{seen}</memories>\nIt is {8 + tick}:30."}
+            calls.append(reuse.Call(tick, "utterance", [_persona(a), situation, {"role": "user", "content": "Say hi."}],
+                                    scored=False, generated=0))
+    counts = _simulated(chat, calls)
+    expected = 0
+    for c in calls:
+        tokens, bounds = chat.pieces(c.messages)
+        assert len(bounds) == 3 + c.tick  # persona, each batch, situation
+        assert PIECE_BREAK.encode() not in chat._llm.detokenize(tokens, special=True)
+        expected += len(tokens) - (bounds[-3] if c.tick else bounds[0])  # the newest batch, situation, question
+    expected += sum(chat.pieces(c.messages)[1][0] for c in calls if c.tick == 0)  # each persona once
+    assert counts.evaluated == expected
+    assert counts.reused == counts.prompt - expected > 0
+
+
 @pytest.mark.slow
 def test_the_count_is_the_real_backends():
     """The same calls sent to the real bundled model in the same batches: prompt, reused and

@@ -1,5 +1,5 @@
 """A person's working memory (``cognition.working``, ``cognition.live_context``): their questions
-share a growing prefix of messages, so the backend evaluates only what is new."""
+share a growing prefix, so the backend evaluates only what is new."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from simulation.cognition import prompts
 from simulation.cognition.context import context
 from simulation.cognition.working import WORKING_LINES, WORKING_SHARE
 from simulation.core import MemoryKind, Provenance, Source, Status
+from simulation.llm.types import PIECE_BREAK, plain
 
 MORNING = datetime(2023, 2, 13, 9, 0)
 
@@ -54,21 +55,29 @@ def test_off_each_question_shows_its_own_retrieval_in_the_situation(personas):
     assert mind.person("ann").working == []
 
 
-def test_a_later_question_shares_the_earlier_messages_and_adds_only_what_is_new(personas):
+def test_a_later_question_shares_the_earlier_text_and_adds_only_what_is_new(personas):
+    """The working memory opens the situation message, one batch per earlier question, each
+    ending in a piece break: the next question's message starts with the same text up to the last
+    break, so the backend reuses it and evaluates only the new batch and the situation."""
     mind = _mind(personas, live=True)
     _note(mind, "Ann saw the baker open up.")
     _note(mind, "Ann bought bread.")
     first = _ask(mind)
-    assert len(first) == 4  # system, one batch of memories, situation, question
-    assert "Ann bought bread." in first[1]["content"] and "Ann bought bread." not in first[2]["content"]
+    assert len(first) == 3  # system, working memory and situation, question
+    assert first[1]["content"].count("<memories>") == 1 and first[1]["content"].count(PIECE_BREAK) == 1
+    shown, _, situation = first[1]["content"].rpartition(PIECE_BREAK)
+    assert "Ann bought bread." in shown and "Ann bought bread." not in situation
     mind.now += timedelta(minutes=10)
     _note(mind, "Ann heard the mill will close.")
     second = _ask(mind)
-    assert second[:2] == first[:2], "the earlier batch is the same message, so its evaluation is reused"
-    assert len(second) == 5 and "the mill will close" in second[2]["content"]
-    assert "Ann bought bread." not in second[2]["content"], "a memory is shown once a day"
+    assert second[0] == first[0] and second[1]["content"].startswith(shown + PIECE_BREAK)
+    batch, _, _ = second[1]["content"][len(shown) + 1:].partition(PIECE_BREAK)
+    assert "the mill will close" in batch and "Ann bought bread." not in batch, "a memory is shown once a day"
     mind.now += timedelta(minutes=10)
-    assert _ask(mind)[:3] == second[:3], "nothing new: no new batch"
+    third = _ask(mind)
+    assert third[1]["content"].rpartition(PIECE_BREAK)[0] == second[1]["content"].rpartition(PIECE_BREAK)[0], \
+        "nothing new: no new batch"
+    assert PIECE_BREAK not in plain(third)[1]["content"], "no model ever reads the break"
 
 
 def test_a_new_day_and_a_full_working_memory_start_afresh(personas):

@@ -3,7 +3,7 @@
 ``context`` retrieves the person's memories for a query (batched with the phase's other
 retrievals) and lays out time, place, what the person is doing, what is on their mind and
 what they remember (with ``cognition.live_context``: their working memory for the day, as
-``batches`` of lines that ``prompts.messages`` shows one message each, ``cognition.working``);
+``batches`` of lines that ``prompts.messages`` shows as one growing block, ``cognition.working``);
 ``situation`` is the same without memories. Questions go to the LLM through ``Mind.ask``; a
 phase's retrievals go out before its questions (simulation/llm/batching.py), so every question of
 a phase goes out in one batch.

@@ -18,6 +18,7 @@ from typing import Any
 
 from simulation.formats import templating
 from simulation.formats.templating import neutralise  # noqa: F401  (the rule, for callers that import it from here)
+from simulation.llm.types import PIECE_BREAK
 
 DATA_TAGS = ("persona", "town", "situation", "memories", "memory", "choices")
 """The blocks that hold data in cognition prompts."""
@@ -31,17 +32,23 @@ SITUATION_END = "</situation>\n"
 
 
 def messages(system: str, template: str, **context: Any) -> list[dict[str, str]]:
-    """The system message, then the person's working memory (``batches``, one message each, when
-    the context has them: ``cognition.working``), then the rendered question: its ``<situation>``
-    block as one user message and what is asked about it as another. The split is for the
-    llama.cpp backend, which keeps every message but the last as a reusable prefix
-    (``simulation.llm.llamacpp.prefix_cache``): the move a speaker chooses and the line they then
-    say share one situation, read once; a person's next question shares their working memory."""
+    """The system message, then the rendered question: its ``<situation>`` block as one user
+    message and what is asked about it as another. The split is for the llama.cpp backend, which
+    keeps every message but the last as a reusable prefix (``simulation.llm.llamacpp.prefix_cache``):
+    the move a speaker chooses and the line they then say share one situation, read once.
+
+    With a working memory (``batches``: ``cognition.working``) the situation message opens with
+    it, one ``<memories>`` block as in a prompt without it, each batch followed by a
+    ``PIECE_BREAK``: the block grows at its end from one question of the person to the next, so
+    the backend reuses it up to the last batch and evaluates only the new one. It used to be one
+    user message per batch, several in a row before the situation, which a capable model read
+    less well (docs/benchmarks/live-measure)."""
     text = render(template, **context)
     first = [{"role": "system", "content": system}]
-    first += [{"role": "user", "content": render("_memories.j2", first=context.get("first", ""), memories=batch)
-               .rstrip("\n")} for batch in context.get("batches") or ()]
+    batches = context.get("batches") or ()
+    working = render("_working.j2", first=context.get("first", ""), batches=batches,
+                     piece_break=PIECE_BREAK) + "\n" if batches else ""
     head, sep, tail = text.partition(SITUATION_END)
     if sep and tail.strip():
-        return [*first, {"role": "user", "content": head + sep.rstrip("\n")}, {"role": "user", "content": tail}]
-    return [*first, {"role": "user", "content": text}]
+        return [*first, {"role": "user", "content": working + head + sep.rstrip("\n")}, {"role": "user", "content": tail}]
+    return [*first, {"role": "user", "content": working + text}]

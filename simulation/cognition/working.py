@@ -8,10 +8,12 @@ which reuses a prompt's messages only up to the first that changed
 (``simulation.llm.llamacpp.prefix_cache``), evaluated all of them again: about 500 tokens a
 question, most of a reaction's or a move's cost. Here each question's retrieval is merged into
 the person's working memory: the memories not shown to them yet today become one new batch at
-its end, and the prompt shows every batch so far as a message of its own before the situation
-(``prompts.messages``). The messages before the new batch are then those of the person's last
-question, already evaluated, restored from a saved state when their sequence held someone
-else's meanwhile.
+its end, and the prompt shows every batch so far in one ``<memories>`` block that opens the
+situation message, each batch ending in a piece break (``prompts.messages``,
+``simulation.llm.types.PIECE_BREAK``). The text before the new batch is then that of the
+person's last question, already evaluated, restored from a saved state when their sequence held
+someone else's meanwhile. (Until 2026-11-30 each batch was a user message of its own, several in
+a row; the 1.5B measurement model's lines fell back twice as often: docs/benchmarks/live-measure.)
 
 What the person sees changes: every memory retrieved for any of their questions today, not only
 this question's, in the order they came to mind (each line carries its time). The retrieval's

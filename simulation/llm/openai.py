@@ -31,7 +31,7 @@ import httpx
 from simulation.errors import InputError, Problem, RunError
 from simulation.llm.backend import Messages, OnDone, TokenCounter, estimate_tokens
 from simulation.llm.scoring import TOP_LOGPROBS, from_top_logprobs
-from simulation.llm.types import LLMRequest, RawCompletion
+from simulation.llm.types import LLMRequest, RawCompletion, plain
 
 if TYPE_CHECKING:
     from simulation.llm.settings import OpenAISettings
@@ -280,7 +280,7 @@ class OpenAIBackend:
 
     def _body(self, server: Server, req: LLMRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": self.model_id, "messages": req.messages, "max_tokens": req.max_tokens,
+            "model": self.model_id, "messages": plain(req.messages), "max_tokens": req.max_tokens,
             "temperature": req.temperature, "seed": req.seed, "n": 1, "stream": False,
         }
         if req.options is not None:  # scored, not written: the first answer token's top log-probabilities

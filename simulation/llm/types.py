@@ -9,6 +9,21 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
+PIECE_BREAK = "\x1e"
+"""A boundary inside a message's text (ASCII record separator): the llama.cpp backend evaluates the
+text on either side as pieces of their own, so a message that grows at its end (a person's working
+memory, ``simulation.cognition.working``) is reused up to its last break instead of evaluated
+again (``simulation.llm.llamacpp.chat_format``). It is not text: every backend takes it out before
+a model sees the prompt (``plain``)."""
+
+
+def plain(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """``messages`` as a model reads them: without piece breaks (``PIECE_BREAK``)."""
+    if not any(PIECE_BREAK in (m.get("content") or "") for m in messages):
+        return messages
+    return [{**m, "content": m["content"].replace(PIECE_BREAK, "")} if m.get("content") else m for m in messages]
+
+
 def asked(messages: list[dict[str, str]]) -> str:
     """What the last turn of a chat asks: its user messages after the last answer, joined. The
     engine sends a question as two user messages, the situation and what is asked about it

@@ -20,7 +20,7 @@ from simulation.errors import InputError, Problem, RunError
 from simulation.formats.paths import resolve_path
 from simulation.llm.backend import Messages, OnDone, TokenCounter, estimate_tokens
 from simulation.llm.scoring import TOP_LOGPROBS, from_top_logprobs
-from simulation.llm.types import LLMRequest, RawCompletion
+from simulation.llm.types import LLMRequest, RawCompletion, plain
 
 if TYPE_CHECKING:
     from simulation.llm.settings import VLLMSettings
@@ -54,7 +54,7 @@ def _chat_tokens(tokenizer: Any, messages: Messages) -> int:
     """Prompt tokens of a chat as ``LLM.chat`` makes them: the tokenizer's chat template rendered
     with the generation prompt, then encoded without adding special tokens (the template writes
     them)."""
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(plain(messages), tokenize=False, add_generation_prompt=True)
     return len(tokenizer.encode(text, add_special_tokens=False))
 
 
@@ -144,7 +144,7 @@ class VLLMBackend:
             return []
         started = time.perf_counter()
         try:
-            outputs = self._llm.chat([r.messages for r in requests], [self._params(r) for r in requests],
+            outputs = self._llm.chat([plain(r.messages) for r in requests], [self._params(r) for r in requests],
                                      use_tqdm=False)
         except (ValueError, RuntimeError) as exc:
             if len(requests) == 1:  # one bad request (e.g. too long): an error answer, not a crash

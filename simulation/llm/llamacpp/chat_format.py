@@ -22,6 +22,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from simulation.llm.types import PIECE_BREAK
+
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -70,7 +72,9 @@ class ChatFormat:
     def pieces(self, messages: list[dict[str, str]]) -> tuple[list[int], tuple[int, ...]]:
         """The prompt's tokens (ending with the generation prompt), and where its canonical pieces
         end: after the first message (BOS included) and after each further message but the last,
-        each piece tokenized on its own (``simulation.llm.llamacpp.prefix_cache``). A template that renders
+        each piece tokenized on its own (``simulation.llm.llamacpp.prefix_cache``); a message's text
+        is further cut at each ``PIECE_BREAK`` in it (taken out), so a message that grows at its end
+        keeps the pieces it had. A template that renders
         an earlier message differently once more follow (so a shorter render is no prefix of the
         full one) ends the pieces there: the rest is one tail."""
         full = self.render(messages, True)
@@ -85,12 +89,15 @@ class ChatFormat:
                 break
             texts.append(prefix[len(done):])
             done = prefix
+        *ends, tail = [*texts, full[len(done):]]
+        texts = [part for text in ends for part in text.split(PIECE_BREAK)] + tail.split(PIECE_BREAK)
         tokens: list[int] = []
         bounds: list[int] = []
-        for text in texts:
+        for text in texts[:-1]:
             tokens += self.tokenize(text)
-            bounds.append(len(tokens))
-        tokens += self.tokenize(full[len(done):])
+            if len(tokens) > (bounds[-1] if bounds else 0):  # an empty part is no piece
+                bounds.append(len(tokens))
+        tokens += self.tokenize(texts[-1])
         if self.add_bos and tokens[:1] != [self.bos_id]:
             tokens = [self.bos_id, *tokens]
             bounds = [b + 1 for b in bounds] or [1]

@@ -4,7 +4,8 @@ Why canonical: llama.cpp's logits depend, in the last bits, on how a prompt was 
 decode batches, so plain KV-cache reuse would make an answer depend on whatever ran before it.
 Every prompt is therefore evaluated in **pieces fixed by the prompt itself**: one per chat
 message before the last (``ChatFormat.pieces``: the system message with BOS, then each further
-message), then the last message with the generation prompt (the tail, evaluated by the
+message, cut further at each piece break in its text, ``simulation.llm.types.PIECE_BREAK``), then
+the last message with the generation prompt (the tail, evaluated by the
 completion call). A piece is always evaluated alone, so the KV cache after a piece boundary is
 the same bits whether it was evaluated just now, left in the cache by the previous request, or
 restored from a saved state. An answer therefore never depends on what ran before it
@@ -17,8 +18,9 @@ What is reused:
   after their last one;
 - **Saved states**: at three boundaries of every prompt, the system message (a person's persona,
   the same in every call they make), all messages but the last (a question's stable preamble:
-  the importance scale with its rated examples, say) and all but the last two (a person's live
-  context: their working memory before the situation of this question, ``cognition.working``),
+  the importance scale with its rated examples, say) and all pieces but the last two (a person's
+  live context: their working memory up to its last batch, before the situation of this
+  question, ``cognition.working``),
   the KV of the sequence is copied out (``llama_state_seq_get_data``, only the cells in use,
   about 23 KB a token on the bundled model) and copied back when a later prompt starts the same
   way. Personas, working memories and longer preambles are kept in three LRUs, each bounded in
@@ -144,7 +146,7 @@ class PrefixCache:
         """Longer prefixes (all messages but the last: a situation asked about twice, the importance
         question's rated examples)."""
         self.contexts = _Shelf(context_bytes)
-        """All messages but the last two (a person's working memory before the situation, the
+        """All pieces but the last two (a person's working memory before the situation, the
         prefix their next question starts with), each dropping the shorter ones it extends."""
         self.used = [0] * seqs.n_seq
         """Per sequence, when a request last primed it (a count of requests)."""
