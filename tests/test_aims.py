@@ -248,12 +248,16 @@ def test_a_line_written_as_a_transcript_keeps_only_the_speakers_words():
     assert answer.say == "Hello, Isabella. How are you?"
     said = "Isabella Rodriguez: Great idea, Walter. I'll invite everyone. / Walter: Yes, I agree."
     assert unlabel(said, "Isabella", town) == "Great idea, Walter. I'll invite everyone."
-    # Someone else's label is the model writing the other person's line: left for the check.
-    other = UtteranceAnswer(say="Isabella: Hello, Walter.")
-    assert _check_utterance(other, [], Move(Aim.GREET), ("Walter", "Isabella"), town) is not None
-    # A colon that is no label stays, and a cut never leaves fewer than three words.
+    assert unlabel('"Walter: Hello, Isabella."', "Walter", town) == "Hello, Isabella."
+    assert unlabel("**Walter:** Hello there.", "Walter", town) == "Hello there."
+    # What follows a further turn is someone else's line, however short the speaker's part.
+    assert unlabel("Hello, Isabella. / Isabella: Hi!", "Walter", town) == "Hello, Isabella."
+    # Someone else's label is the model writing the other person's line: refused.
+    for line in ("Isabella: Sounds good, see you there.", "Isabella Rodriguez: That sounds lovely."):
+        assert _check_utterance(UtteranceAnswer(say=line), [], Move(Aim.GREET), ("Walter", "Isabella"),
+                                town) == "writes someone else's line"
+    # A colon that is no label stays.
     assert unlabel("Meet me at 5:30, Bob.", "Walter", town) == "Meet me at 5:30, Bob."
-    assert unlabel("Hi. Bob: ok sure", "Walter", town) == "Hi. Bob: ok sure"
 
 
 def test_a_line_must_do_what_its_move_is_for():
@@ -269,6 +273,9 @@ def test_a_line_must_do_what_its_move_is_for():
     assert off_aim(Move(Aim.ASK, "plans"), "I hope you can come to the party.", names) == "asks nothing"
     assert off_aim(Move(Aim.ASK, "plans"), "Bob, I was wondering if you had any plans for today.", names) is None
     assert off_aim(Move(Aim.ASK, "plans"), "I just wanted to ask you about your plans.", names) is None
+    for statement in ("I was wondering about the fire all night.", "Everyone wondered who did it.",
+                      "No wonder why the bakery closed.", "I'm not asking you about it."):
+        assert off_aim(Move(Aim.ASK, "plans"), statement, names) == "asks nothing", statement
     assert off_aim(Move(Aim.GREET), "Hi!", names) is None
     assert instruction(Move(Aim.ASK, "plans"), "Ann", "Bob") == "asks Bob a question about Bob's plans for today."
 

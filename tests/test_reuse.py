@@ -91,6 +91,16 @@ def test_a_message_grown_at_its_end_is_evaluated_up_to_its_last_break_once():
     expected += sum(chat.pieces(c.messages)[1][0] for c in calls if c.tick == 0)  # each persona once
     assert counts.evaluated == expected
     assert counts.reused == counts.prompt - expected > 0
+    one = _simulated(chat, calls, n_seq=1)  # every call restores its person's saved working memory
+    assert (one.prompt, one.evaluated) == (counts.prompt, counts.evaluated)
+    assert chat.cuts_clean, "a BPE vocabulary reads a cut line start as it would whole"
+    chat.cuts_clean = False  # a SentencePiece one: breaks are taken out, never cut
+    try:
+        tokens, bounds = chat.pieces(calls[-1].messages)
+        assert len(bounds) == 2 and tokens == chat.tokenize(chat.render(calls[-1].messages, True)
+                                                            .replace(PIECE_BREAK, ""))
+    finally:
+        chat.cuts_clean = True
 
 
 @pytest.mark.slow

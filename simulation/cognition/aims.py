@@ -252,12 +252,15 @@ def off_aim(move: Move, text: str, names: tuple[str, ...]) -> str | None:
     return None
 
 
+_WH = r"(?:if|whether|what|how|where|when|who|why|which)"
 _INDIRECT_QUESTION = re.compile(
-    r"\b(?:wonder(?:ing|ed)?|(?:want(?:ed)?|like|meant|have) to ask(?: you)?|asking you)\s+"
-    r"(?:if|whether|about|what|how|where|when|who|why|which)\b", re.IGNORECASE)
-"""A question asked in a statement ("I was wondering if you had any plans for today.", "I wanted to
-ask you about your plans."): it asks, though no "?" ends it. A request ("Tell me about your day.")
-or a hope ("I hope you can come.") is not a question."""
+    rf"\bI(?:'m|'d| am| was| would| just| really)*\s+(?:wonder(?:ing|ed)?\s+{_WH}|"
+    rf"(?:want(?:ed)?|like|meant)\s+to\s+ask(?:\s+you)?\s+(?:about|{_WH})|asking\s+you\s+(?:about|{_WH}))\b",
+    re.IGNORECASE)
+"""A question the speaker puts as a statement ("I was wondering if you had any plans for today.",
+"I wanted to ask you about your plans."): it asks, though no "?" ends it. A request ("Tell me about
+your day."), a hope ("I hope you can come."), or wondering that is no question ("I was wondering
+about the fire all night.", "Everyone wondered who did it.") is not."""
 
 
 def _clip(text: str) -> str:

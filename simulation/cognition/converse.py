@@ -102,26 +102,39 @@ def misaddressed(text: str, listener: str, town: list[str]) -> str | None:
     return WRONG_PERSON if addressed(text, [n for n in town if n != listener]) else None
 
 
+def _label(names: str) -> re.Pattern[str]:
+    """A line's opening label naming one of ``names`` ("Walter:", "**Walter Grey:**", '"Walter: ')."""
+    return re.compile(rf"^([\s\"'\u201c\u2018*_]*)(?:{names})(?:\s+[A-Z][\w'-]*)?\s*[*_]*:[*_]*\s*")
+
+
 def unlabel(text: str, speaker: str, town: list[str]) -> str:
     """A line written as a transcript, back to the speaker's words: a leading label naming the
-    speaker ("Walter: Hello, Isabella." said by Walter) is dropped, and the line is cut where a
-    further turn begins ("... I'll invite everyone. / Walter: Yes, I agree."), when at least three
-    words remain before it. Format, not content: a capable model shown dialogue as "Name: line"
-    (a conversation's gist in memory) writes its own line that way, and the label then reads as
-    calling the speaker by name. A label naming anyone else is left for the check to refuse (the
-    model wrote someone else's line). As Generative Agents' code strips "Name:" from a reply."""
-    label = re.compile(rf"^\W*{re.escape(speaker)}(?:\s+[A-Z][\w'-]*)?\s*:\s*")
-    text = label.sub("", text, count=1)
+    speaker ("Walter: Hello, Isabella." said by Walter) is dropped (with the quote it opened), and
+    the line is cut where a further turn begins ("... I'll invite everyone. / Isabella: Yes!"):
+    what follows is someone else's line, never the speaker's. Format, not content: a capable model
+    shown dialogue as "Name: line" (a conversation's gist in memory) writes its own line that way,
+    and the label then reads as calling the speaker by name. A label naming anyone else is refused
+    by ``_check_utterance`` (the model wrote someone else's line). As Generative Agents' code
+    strips "Name:" from a reply."""
+    found = _label(re.escape(speaker)).match(text)
+    if found:
+        text = text[found.end():]
+        if re.search("[\"\u201c]", found.group(1)):
+            text = re.sub("[\"\u201d]\\s*$", "", text)
     names = "|".join(re.escape(n) for n in sorted({speaker, *town}))
-    turn = re.search(rf"(?:\s+/\s*|(?<=[.!?\"])\s+)(?:{names})(?:\s+[A-Z][\w'-]*)?\s*:", text) if names else None
-    if turn and len(text[:turn.start()].split()) >= 3:
-        text = text[:turn.start()]
-    return text
+    turn = re.search(rf"(?:\s+/\s*|(?<=[.!?\"\u201d])\s+)(?:{names})(?:\s+[A-Z][\w'-]*)?\s*:", text)
+    return text[:turn.start()] if turn else text
+
+
+OTHERS_LINE = "writes someone else's line"
 
 
 def _check_utterance(answer: UtteranceAnswer, earlier: list[str], move: Move, names: tuple[str, str],
                      town: list[str]) -> str | None:
     answer.say = whole_sentences(strip_echo(unlabel(answer.say, names[0], town), earlier))
+    others = [re.escape(n) for n in {names[1], *town} if n != names[0]]
+    if others and _label("|".join(sorted(others))).match(answer.say):
+        return OTHERS_LINE
     return (check_spoken(answer.say, earlier) or misaddressed(answer.say, names[1], town)
             or off_aim(move, answer.say, names))
 

@@ -46,8 +46,9 @@ def messages(system: str, template: str, **context: Any) -> list[dict[str, str]]
     text = render(template, **context)
     first = [{"role": "system", "content": system}]
     batches = context.get("batches") or ()
-    working = render("_working.j2", first=context.get("first", ""), batches=batches,
-                     piece_break=PIECE_BREAK) + "\n" if batches else ""
+    parts = [render("_working.j2", first=context.get("first", ""), memories=batch, opening=not i)
+             for i, batch in enumerate(batches)]
+    working = "".join(part.rstrip("\n") + "\n" + PIECE_BREAK for part in parts) + "</memories>\n" if parts else ""
     head, sep, tail = text.partition(SITUATION_END)
     if sep and tail.strip():
         return [*first, {"role": "user", "content": working + head + sep.rstrip("\n")}, {"role": "user", "content": tail}]

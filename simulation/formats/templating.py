@@ -14,9 +14,11 @@ from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
 
 def neutralise(value: Any) -> Any:
-    """Every rendered value: angle brackets become look-alikes (‹ ›), so no tag can be forged or closed."""
+    """Every rendered value: angle brackets become look-alikes (‹ ›), so no tag can be forged or closed,
+    and a record separator (the prompts' piece break, ``simulation.llm.types.PIECE_BREAK``) is
+    dropped, so no inserted text can cut a prompt's pieces or be cut out of what a model reads."""
     if isinstance(value, str):
-        return value.replace("<", "\u2039").replace(">", "\u203a")
+        return value.replace("<", "\u2039").replace(">", "\u203a").replace("\x1e", "")
     return value
 
 

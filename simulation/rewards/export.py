@@ -41,6 +41,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from simulation.errors import InputError, Problem, RunError
+from simulation.llm.types import plain
 from simulation.rewards import rubric
 from simulation.rewards.measured import measured
 from simulation.rundb import connect_ro, table_names
@@ -237,7 +238,7 @@ def collect(db_path: Path) -> tuple[str, dict[str, str], list[Example], int]:
         key = (table, call_id)
         if key not in examples:
             examples[key] = Example(r["agent_id"], r["role"], r["kind"], call["purpose"], call_id, r["group_key"],
-                                    r["tick"], r["scene"] or "", json.loads(call["messages"]), call["completion"] or "")
+                                    r["tick"], r["scene"] or "", plain(json.loads(call["messages"])), call["completion"] or "")
         ex = examples[key]
         ex.rewards.append(r["reward"])
         ex.advantages.append(r["advantage"])

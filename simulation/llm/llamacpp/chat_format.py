@@ -9,8 +9,9 @@ llama.cpp's server apply them: render the template with the real ``bos_token`` /
 texts (some templates write BOS themselves), tokenize with special tokens parsed, and put BOS
 first only when the metadata asks for it and the template has not already written it.
 
-Each message but the last is tokenized apart from the rest (``pieces``), so the backend can keep
-it as a cached prefix (see ``simulation.llm.llamacpp.prefix_cache``); BOS belongs to the first.
+Each message but the last is tokenized apart from the rest (``pieces``), and so is each part of a
+message cut at a piece break (``simulation.llm.types.PIECE_BREAK``), so the backend can keep it as
+a cached prefix (see ``simulation.llm.llamacpp.prefix_cache``); BOS belongs to the first.
 
 ``answer_end`` is the token a finished assistant answer is followed by in this template
 (``<|im_end|>``, ``<|eot_id|>``, ``<end_of_turn>``...): scoring "7" as a whole answer means
@@ -61,6 +62,11 @@ class ChatFormat:
         env.globals["strftime_now"] = lambda fmt: datetime(2024, 1, 1).strftime(fmt)  # no wall clock in a prompt
         self._template = env.from_string(self.template_source)
         self.answer_end = self._answer_end()
+        self.cuts_clean = self.tokenize("x\n") + self.tokenize("- (Mon 07:00) y") == self.tokenize("x\n- (Mon 07:00) y")
+        """Whether text cut at a line start tokenizes as it would whole (a BPE vocabulary, like the
+        bundled SmolLM2's and Qwen's). A SentencePiece vocabulary that puts a space before every
+        text it is given would read a piece break as a space: for it, breaks are taken out and
+        never cut (``pieces``)."""
 
     def render(self, messages: list[dict[str, str]], generation_prompt: bool) -> str:
         return self._template.render(messages=messages, add_generation_prompt=generation_prompt,
@@ -90,7 +96,8 @@ class ChatFormat:
             texts.append(prefix[len(done):])
             done = prefix
         *ends, tail = [*texts, full[len(done):]]
-        texts = [part for text in ends for part in text.split(PIECE_BREAK)] + tail.split(PIECE_BREAK)
+        cut = (lambda text: text.split(PIECE_BREAK)) if self.cuts_clean else (lambda text: [text.replace(PIECE_BREAK, "")])
+        texts = [part for text in ends for part in cut(text)] + cut(tail)
         tokens: list[int] = []
         bounds: list[int] = []
         for text in texts[:-1]:
