@@ -17,6 +17,9 @@ an upper bound: what the plan's lines cost.
   memories, the day's plan) leave the situations and stand in one message after the persona,
   the same for all of the person's questions that day; retrieval would show them always.
 - ``no-plan``: the day's plan lines dropped from every prompt (what they cost, not a layout).
+
+The rewrites read prompts without a working memory; a run with ``cognition.live_context`` is
+refused (its prompts are already laid out to share a growing prefix).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import re
 from collections.abc import Callable
 from copy import deepcopy
 from typing import Any
+
+from simulation.llm.types import PIECE_BREAK
 
 MEMORY_LINE = re.compile(r"^- \((?P<day>[A-Z][a-z]{2}) (?P<time>\d\d:\d\d)\) (?P<text>.*)$")
 TURN_START = re.compile(r"^(?:\S+ sees |\S+ notices: |What \S+ thinks of |\S+ does not know |The conversation so far:"
@@ -111,6 +116,9 @@ def rewrite(calls: list[Any], names: list[str]) -> list[Any]:
     """The calls with their messages rewritten by each named layout in turn (copies; probes are
     left as they are, since an end-of-run question keeps its own layout)."""
     out = deepcopy(calls)
+    if names and any(PIECE_BREAK in (m.get("content") or "") for c in out for m in c.messages):
+        raise SystemExit("--what-if rewrites prompts without a working memory (cognition.live_context off); "
+                         "this run's prompts carry one (piece breaks): count it as it is")
     for name in names:
         prepare, fn = LAYOUTS[name]
         people = prepare(out) if prepare else {}

@@ -48,6 +48,7 @@ from layouts import LAYOUTS, rewrite  # noqa: E402
 from simulation.llm.llamacpp.backend import PREFIX_CACHE_MB, SEQUENCES, _vocab_chat, bundled_model_path  # noqa: E402
 from simulation.llm.llamacpp.chat_format import ChatFormat  # noqa: E402
 from simulation.llm.llamacpp.order import batch_order  # noqa: E402
+from simulation.llm.types import PIECE_BREAK  # noqa: E402
 from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts, keeps_context  # noqa: E402
 
 MEASURE_MODEL = ROOT / ".cache" / "measure-model" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -134,7 +135,7 @@ class RunCost:
     counts: TokenCounts
     probes: TokenCounts = field(default_factory=TokenCounts)
     pieces: dict[str, int] = field(default_factory=dict)
-    """Evaluated tokens (probes apart) by what the piece they lie in holds (``piece_kind``)."""
+    """Evaluated tokens (probes apart) by what the piece they lie in holds (``piece_kinds``)."""
 
     @property
     def per_person_hour(self) -> float:
@@ -163,12 +164,9 @@ def _batches(calls: list[Call]) -> list[list[Call]]:
     return groups
 
 
-def piece_kind(messages: list[dict[str, str]], k: int) -> str:
-    """What the ``k``-th piece of a prompt holds: the persona (system), a working-memory batch, the
-    situation, the question (the last message), or another turn (a few-shot answer, a retry)."""
-    if k >= len(messages) - 1:
+def _message_kind(m: dict[str, str], last: bool) -> str:
+    if last:
         return "question"
-    m = messages[k]
     if m["role"] == "system":
         return "persona"
     if m["role"] == "user" and m["content"].startswith("<memories>"):
@@ -178,15 +176,35 @@ def piece_kind(messages: list[dict[str, str]], k: int) -> str:
     return "other turns"
 
 
+def piece_kinds(messages: list[dict[str, str]], clean: bool = True) -> list[str]:
+    """What each piece of a prompt holds (``ChatFormat.pieces``'s order, the tail last): the
+    persona (system), a working-memory batch, the situation, the question (the last message), or
+    another turn (a few-shot answer, a retry). A message cut at piece breaks (a working memory
+    opening the situation, ``prompts.messages``) is a memory batch up to its last break, then what
+    follows it; runs made before 2026-11-30 have one message per batch. ``clean``: the vocabulary
+    cuts at breaks (``ChatFormat.cuts_clean``)."""
+    kinds: list[str] = []
+    for k, m in enumerate(messages):
+        parts = (m.get("content") or "").split(PIECE_BREAK) if clean else [m.get("content") or ""]
+        parts = [p for i, p in enumerate(parts) if p or i in (0, len(parts) - 1)]  # empty parts are no pieces
+        kinds += ["memories"] * (len(parts) - 1)
+        rest = {**m, "content": parts[-1].lstrip("\n")}
+        if len(parts) > 1 and rest["content"].startswith("</memories>"):
+            rest["content"] = rest["content"].removeprefix("</memories>").lstrip("\n")
+        kinds.append(_message_kind(rest, k == len(messages) - 1))
+    return kinds
+
+
 def _by_piece(messages: list[dict[str, str]], bounds: tuple[int, ...], n: int, reused: int,
-              into: dict[str, int]) -> None:
+              into: dict[str, int], clean: bool = True) -> None:
     """Add the evaluated tokens (those after ``reused``) to the kinds of the pieces they lie in."""
+    kinds = piece_kinds(messages, clean)
     starts = (0, *bounds)
     ends = (*bounds, n)
     for k, (a, b) in enumerate(zip(starts, ends, strict=True)):
         fresh = b - max(a, reused)
         if fresh > 0:
-            kind = piece_kind(messages, k if k < len(bounds) else len(messages) - 1)
+            kind = kinds[k] if k < len(bounds) else "question"
             into[kind] = into.get(kind, 0) + fresh
 
 
@@ -213,7 +231,7 @@ def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: Toke
                 target.count(len(tokens), reused, call.purpose)
                 target.generated += call.generated
                 if pieces is not None and target is counts:
-                    _by_piece(call.messages, bounds, len(tokens), reused, pieces)
+                    _by_piece(call.messages, bounds, len(tokens), reused, pieces, chat.cuts_clean)
 
 
 def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int, what_if: list[str] | None = None) -> RunCost:

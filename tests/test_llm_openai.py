@@ -63,6 +63,19 @@ def test_answers_with_tokens_server_and_model_from_the_server():
     assert sent["response_format"]["json_schema"]["schema"] == SCHEMA
 
 
+def test_a_piece_break_never_reaches_the_server():
+    """``PIECE_BREAK`` cuts a prompt's pieces for the llama.cpp backend; a server reads plain text."""
+    from simulation.llm.types import PIECE_BREAK
+
+    with FaultServer() as srv:
+        b = backend(srv)
+        request = LLMRequest(messages=[{"role": "user", "content": f"<memories>\n- a\n{PIECE_BREAK}- b\n{PIECE_BREAK}"
+                                                                  "</memories>"}], json_schema=SCHEMA, max_tokens=16)
+        b.generate([request])
+    assert srv.bodies[0]["messages"] == [{"role": "user", "content": "<memories>\n- a\n- b\n</memories>"}]
+    assert PIECE_BREAK in request.messages[0]["content"], "the request itself (the replay key) keeps it"
+
+
 def test_500s_then_success_is_retried():
     with FaultServer(["500", "500", "ok"]) as srv:
         [out] = backend(srv, max_retries=4).generate([req()])

@@ -129,6 +129,7 @@ def test_evaluated_tokens_are_split_by_what_their_piece_holds():
     """The pieces table adds up to the evaluated count, and names each piece by its message: a
     person's persona once, each memory batch once, the situation and the question every call."""
     from simulation.llm.llamacpp.backend import _vocab_chat, bundled_model_path
+    from simulation.llm.types import PIECE_BREAK
 
     chat = _vocab_chat(bundled_model_path())
     persona = _persona(0)
@@ -147,8 +148,13 @@ def test_evaluated_tokens_are_split_by_what_their_piece_holds():
     tokens, bounds = chat.pieces(calls[-1].messages)
     assert pieces["persona"] == bounds[0]  # evaluated once, at the first call
     assert pieces["memories"] == bounds[2] - bounds[0]  # two batches, each once
-    assert reuse.piece_kind(calls[0].messages, 0) == "persona"
-    assert reuse.piece_kind(calls[0].messages, 3) == "question"
+    assert reuse.piece_kinds(calls[1].messages) == ["persona", "memories", "memories", "situation", "question"]
+    # Today's layout: the batches open the situation message, each ending in a piece break.
+    grown = {"role": "user", "content": f"<memories>\nSaw 0.\n{PIECE_BREAK}Saw 1.\n{PIECE_BREAK}</memories>\n"
+                                        "<situation>\nIt is 9:00.\n</situation>"}
+    messages = [persona, grown, {"role": "user", "content": "1 or 2?"}]
+    assert reuse.piece_kinds(messages) == ["persona", "memories", "memories", "situation", "question"]
+    assert len(reuse.piece_kinds(messages)) == len(chat.pieces(messages)[1]) + 1
 
 
 def test_one_order_for_the_backend_and_the_count():

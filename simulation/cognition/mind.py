@@ -83,8 +83,8 @@ class MindSettings:
     moods: bool = False
     """Whether people have moods that what happens to them moves (``cognition.moods``; ``cognition.mood``)."""
     live_context: bool = False
-    """Whether questions show the person's working memory for the day, one message per batch of
-    memories first shown together, instead of each question's own retrieval
+    """Whether questions show the person's working memory for the day, one block growing a batch
+    of memories (those first shown together) at a time, instead of each question's own retrieval
     (``cognition.live_context``; ``cognition.working``)."""
 
 

@@ -38,7 +38,7 @@ def messages(system: str, template: str, **context: Any) -> list[dict[str, str]]
     the move a speaker chooses and the line they then say share one situation, read once.
 
     With a working memory (``batches``: ``cognition.working``) the situation message opens with
-    it, one ``<memories>`` block as in a prompt without it, each batch followed by a
+    it, one ``<memories>`` block, each batch followed by a
     ``PIECE_BREAK``: the block grows at its end from one question of the person to the next, so
     the backend reuses it up to the last batch and evaluates only the new one. It used to be one
     user message per batch, several in a row before the situation, which a capable model read

@@ -102,7 +102,7 @@ class CognitionSettings(StrictModel):
         "step 13); null: llm.temperature, as every other question")
     live_context: bool = Field(
         False, description="questions show the person's working memory for the day (every memory retrieved for "
-        "any of their questions today, in the order first shown, the new ones as a message of their own) "
+        "any of their questions today, in the order first shown, the new ones added at the end of one block) "
         "instead of each question's own retrieval, so the llama.cpp backend keeps a person's context evaluated "
         "between their calls and evaluates only what is new (cognition/working.py; issue 34)")
     moods: bool = Field(

@@ -4,7 +4,8 @@ JSON answers are constrained by a grammar compiled from the request's JSON schem
 once per schema).
 
 Prefix reuse without losing determinism (``simulation.llm.llamacpp.prefix_cache``): every prompt is
-evaluated in canonical pieces, one per chat message before the last, so an answer is
+evaluated in canonical pieces, one per chat message before the last (cut further at each piece
+break in a message, ``simulation.llm.types.PIECE_BREAK``), so an answer is
 bit-identical whether its prefix was left in the KV cache, restored from a saved state or
 evaluated cold. Saved states (the persona, a person's working memory, and every question's stable
 preamble) are shared by every backend object on the same loaded model. ``tokens`` counts what was

@@ -47,7 +47,7 @@ __all__ = ["PrefixCache", "TokenCounts", "keeps_context"]
 
 
 def keeps_context(messages: list[dict[str, str]]) -> bool:
-    """Whether a prompt's messages but the last two are a person's live context worth a saved state
+    """Whether a prompt's pieces but the last two are a person's live context worth a saved state
     of their own: not when an answer is among its turns (a few-shot preamble of rated examples, or
     a retry that shows the rejected answer), whose cut there is one-off."""
     return not any(m.get("role") == "assistant" for m in messages)
