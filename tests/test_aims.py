@@ -256,6 +256,11 @@ def test_a_line_written_as_a_transcript_keeps_only_the_speakers_words():
     for line in ("Isabella: Sounds good, see you there.", "Isabella Rodriguez: That sounds lovely."):
         assert _check_utterance(UtteranceAnswer(say=line), [], Move(Aim.GREET), ("Walter", "Isabella"),
                                 town) == "writes someone else's line"
+    # A line that is nothing but a label is refused, never left empty (an empty line is no
+    # UtteranceAnswer: a bundled run stopped on it).
+    for bare in ("Walter:", '"Walter: "', " Isabella: hi"):
+        answer = UtteranceAnswer(say=bare)
+        assert _check_utterance(answer, [], Move(Aim.GREET), ("Walter", "Isabella"), town) is not None
     # A colon that is no label stays.
     assert unlabel("Meet me at 5:30, Bob.", "Walter", town) == "Meet me at 5:30, Bob."
 

@@ -123,7 +123,8 @@ def unlabel(text: str, speaker: str, town: list[str]) -> str:
             text = re.sub("[\"\u201d]\\s*$", "", text)
     names = "|".join(re.escape(n) for n in sorted({speaker, *town}))
     turn = re.search(rf"(?:\s+/\s*|(?<=[.!?\"\u201d])\s+)(?:{names})(?:\s+[A-Z][\w'-]*)?\s*:", text)
-    return text[:turn.start()] if turn else text
+    kept = text[:turn.start()] if turn else text
+    return kept if kept.strip() else " "  # nothing but a label: blank, for check_line to refuse (never "")
 
 
 OTHERS_LINE = "writes someone else's line"
