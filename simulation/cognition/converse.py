@@ -18,6 +18,7 @@ import random
 import re
 import zlib
 from collections import Counter
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from simulation.cognition import prompts
@@ -102,8 +103,10 @@ def misaddressed(text: str, listener: str, town: list[str]) -> str | None:
     return WRONG_PERSON if addressed(text, [n for n in town if n != listener]) else None
 
 
+@lru_cache(maxsize=256)
 def _label(names: str) -> re.Pattern[str]:
-    """A line's opening label naming one of ``names`` ("Walter:", "**Walter Grey:**", '"Walter: ')."""
+    """A line's opening label naming one of ``names`` ("Walter:", "**Walter Grey:**", '"Walter: '),
+    compiled once per set of names (every line is checked against them, as ``rundb.names`` does)."""
     return re.compile(rf"^([\s\"'\u201c\u2018*_]*)(?:{names})(?:\s+[A-Z][\w'-]*)?\s*[*_]*:[*_]*\s*")
 
 
