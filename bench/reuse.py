@@ -53,7 +53,7 @@ from simulation.llm.llamacpp.prefix_cache import PrefixCache, TokenCounts, keeps
 
 MEASURE_MODEL = ROOT / ".cache" / "measure-model" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
-__all__ = ["Call", "TokenSequences", "calls_of", "count", "kv_bytes_per_token"]
+__all__ = ["WHY", "Call", "TokenSequences", "calls_of", "count", "kv_bytes_per_token", "why_evaluated"]
 
 
 class _Size:
@@ -125,6 +125,41 @@ class Call:
     attempt: int = 0
     max_tokens: int = 0
     options: list[str] | None = None
+    agent: str | None = None
+
+
+WHY = {
+    "appended": "the person's working memory was resident: their new memories, situation and question",
+    "first": "the person's first question with a working memory today (nothing of theirs resident yet)",
+    "restarted": "their working memory started again (full, cognition/working.py): all of it evaluated anew",
+    "lost": "their working memory was unchanged, yet neither resident nor saved (evicted)",
+    "no working memory": "a question laid out without one (ratings, recaps, reflection): its own retrieval",
+}
+"""The classes of ``why_evaluated``, in the order they are printed."""
+
+
+def _first_batch(messages: list[dict[str, str]]) -> str | None:
+    """A live-context prompt's first working-memory batch (None: the prompt has no working memory)."""
+    for m in messages:
+        text = m.get("content") or ""
+        if m["role"] == "user" and text.startswith("<memories>") and PIECE_BREAK in text:
+            return text.split(PIECE_BREAK, 1)[0]
+    return None
+
+
+def why_evaluated(call: Call, bounds: tuple[int, ...], reused: int, seen: dict[str, str]) -> str:
+    """Which ``WHY`` class a call falls in. ``seen`` (agent -> first batch of their last question)
+    is updated: a working memory that starts with another batch than last time started again."""
+    first = _first_batch(call.messages)
+    if first is None or call.agent is None:
+        return "no working memory"
+    before = seen.get(call.agent)
+    seen[call.agent] = first
+    if before is None:
+        return "first"
+    if before != first:
+        return "restarted"
+    return "lost" if reused <= (bounds[0] if bounds else 0) else "appended"
 
 
 @dataclass
@@ -136,6 +171,10 @@ class RunCost:
     probes: TokenCounts = field(default_factory=TokenCounts)
     pieces: dict[str, int] = field(default_factory=dict)
     """Evaluated tokens (probes apart) by what the piece they lie in holds (``piece_kinds``)."""
+    by_question: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The same, per question (purpose -> piece kind -> evaluated tokens): the token diet's map."""
+    why: dict[str, list[int]] = field(default_factory=dict)
+    """Why a call's tokens were evaluated (``why_evaluated``) -> [calls, evaluated tokens]."""
 
     @property
     def per_person_hour(self) -> float:
@@ -144,11 +183,11 @@ class RunCost:
 
 def calls_of(db: sqlite_utils.Database, model: str | None = None) -> list[Call]:
     """The run's calls in the order they were made (of ``model`` only, when given)."""
-    rows = db.query("select tick, purpose, messages, options, completion_tokens, attempt, max_tokens, model "
-                    "from llm_calls order by id")
+    rows = db.query("select tick, purpose, messages, options, completion_tokens, attempt, max_tokens, model, "
+                    "agent_id from llm_calls order by id")
     return [Call(r["tick"], r["purpose"], json.loads(r["messages"]), r["options"] is not None,
                  r["completion_tokens"] or 0, r["attempt"] or 0, r["max_tokens"] or 0,
-                 options=json.loads(r["options"]) if r["options"] else None)
+                 options=json.loads(r["options"]) if r["options"] else None, agent=r["agent_id"])
             for r in rows if model is None or r["model"] == model]
 
 
@@ -209,11 +248,13 @@ def _by_piece(messages: list[dict[str, str]], bounds: tuple[int, ...], n: int, r
 
 
 def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: TokenCounts,
-          probes: TokenCounts | None = None, pieces: dict[str, int] | None = None) -> None:
+          probes: TokenCounts | None = None, pieces: dict[str, int] | None = None,
+          by_question: dict[str, dict[str, int]] | None = None, why: dict[str, list[int]] | None = None) -> None:
     """Replay ``calls`` through ``prefix`` in the order ``LlamaCppBackend.generate`` takes a batch
     (``simulation.llm.llamacpp.order.batch_order``), each in the sequence ``PrefixCache.slots``
     gives it."""
     seqs = prefix.seqs
+    seen: dict[str, str] = {}
     for batch in _batches(calls):
         order = batch_order([c.messages for c in batch], [c.scored for c in batch], seqs.n_seq)
         for group in ([batch[i] for i in g] for g in order):
@@ -232,6 +273,13 @@ def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: Toke
                 target.generated += call.generated
                 if pieces is not None and target is counts:
                     _by_piece(call.messages, bounds, len(tokens), reused, pieces, chat.cuts_clean)
+                if by_question is not None and target is counts:
+                    _by_piece(call.messages, bounds, len(tokens), reused, by_question.setdefault(call.purpose, {}),
+                              chat.cuts_clean)
+                if why is not None and target is counts:
+                    row = why.setdefault(why_evaluated(call, bounds, reused, seen), [0, 0])
+                    row[0] += 1
+                    row[1] += len(tokens) - reused
 
 
 def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int, what_if: list[str] | None = None) -> RunCost:
@@ -248,7 +296,7 @@ def cost(path: Path, chat: ChatFormat, sequences: int, cache_mb: int, what_if: l
     calls = calls_of(db, run["model"])
     if what_if:
         calls = rewrite(calls, what_if)
-    count(calls, chat, prefix, result.counts, result.probes, result.pieces)
+    count(calls, chat, prefix, result.counts, result.probes, result.pieces, result.by_question, result.why)
     return result
 
 
@@ -285,6 +333,32 @@ def report(costs: list[RunCost], console: Console) -> None:
     for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
         kt.add_row(kind, f"{n:,}", f"{n / total:.0%}", f"{n / person_hours:,.0f}")
     console.print(kt)
+    grid: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for c in costs:
+        for purpose, row in c.by_question.items():
+            for kind, n in row.items():
+                grid[purpose][kind] += n
+    shown = [k for k, _ in sorted(kinds.items(), key=lambda kv: -kv[1])]
+    gt = Table(title="evaluated tokens per person per game hour, by question and piece, all runs together")
+    for col in ("purpose", *shown, "all"):
+        gt.add_column(col, justify="right")
+    for purpose, row in sorted(grid.items(), key=lambda kv: -sum(kv[1].values())):
+        gt.add_row(purpose, *(f"{row.get(k, 0) / person_hours:,.0f}" for k in shown),
+                   f"{sum(row.values()) / person_hours:,.0f}")
+    console.print(gt)
+    reasons: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for c in costs:
+        for kind, (n, e) in c.why.items():
+            reasons[kind][0] += n
+            reasons[kind][1] += e
+    wt = Table(title="why a question's tokens were evaluated, all runs together")
+    for col in ("why", "calls", "evaluated", "per call", "share", "per person per game hour", "meaning"):
+        wt.add_column(col, justify="left" if col == "meaning" else "right")
+    for kind, meaning in WHY.items():
+        n, e = reasons.get(kind, [0, 0])
+        if n:
+            wt.add_row(kind, str(n), f"{e:,}", f"{e / n:,.0f}", f"{e / total:.0%}", f"{e / person_hours:,.0f}", meaning)
+    console.print(wt)
 
 
 def main() -> None:
@@ -308,7 +382,8 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps([{"run": c.run, "agents": c.agents, "game_hours": c.game_hours,
                                           "per_person_hour": c.per_person_hour, **vars(c.counts),
-                                          "probes": vars(c.probes), "pieces": c.pieces} for c in costs], indent=2) + "\n")
+                                          "probes": vars(c.probes), "pieces": c.pieces,
+                                          "by_question": c.by_question, "why": c.why} for c in costs], indent=2) + "\n")
 
 
 if __name__ == "__main__":

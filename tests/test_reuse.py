@@ -165,3 +165,27 @@ def test_one_order_for_the_backend_and_the_count():
     messages = [[{"role": "user", "content": c}] for c in "cadbe"]
     assert batch_order(messages, [False, True, False, False, False], 2) == [[1], [3, 0], [2, 4]]
     assert batch_order([], [], 8) == []
+
+
+def test_why_a_call_was_evaluated_follows_each_persons_working_memory():
+    """A person's first live question is 'first'; the next with the same first batch is 'appended'
+    when something past the persona was reused, 'lost' when only the persona was; a working memory
+    that opens with another batch 'restarted'; a prompt with none is 'no working memory'."""
+    from simulation.llm.types import PIECE_BREAK
+
+    def live(agent: str, batches: list[str]) -> reuse.Call:
+        block = "<memories>\n" + "".join(b + PIECE_BREAK for b in batches) + "</memories>\n<situation>x</situation>"
+        return reuse.Call(1, "aim", [_persona(0), {"role": "user", "content": block},
+                                     {"role": "user", "content": "1 or 2?"}], scored=True, generated=0, agent=agent)
+
+    seen: dict[str, str] = {}
+    bounds = (50, 80, 120)
+    assert reuse.why_evaluated(live("ann", ["- a"]), bounds, 0, seen) == "first"
+    assert reuse.why_evaluated(live("bob", ["- b"]), bounds, 0, seen) == "first"
+    assert reuse.why_evaluated(live("ann", ["- a", "- c"]), bounds, 80, seen) == "appended"
+    assert reuse.why_evaluated(live("ann", ["- a", "- c"]), bounds, 50, seen) == "lost"
+    assert reuse.why_evaluated(live("ann", ["- d"]), bounds, 50, seen) == "restarted"
+    plain = reuse.Call(1, "recap", [_persona(0), {"role": "user", "content": "Sum up."}], scored=False, generated=0,
+                       agent="ann")
+    assert reuse.why_evaluated(plain, bounds, 0, seen) == "no working memory"
+    assert seen == {"ann": "<memories>\n- d", "bob": "<memories>\n- b"}
