@@ -336,24 +336,31 @@ def test_a_run_records_moves_and_invitations_and_the_guest_plans_to_go(make_run)
 
 
 def test_turnout_counts_accepted_guests_who_were_there_while_it_went_on():
+    """Turnout counts accepted guests who were at the place while it went on; the accepted share
+    counts an invitation the guest walked away from as not accepted, and leaves out one still
+    unanswered in a conversation the run's end cut off (pending, not a 'no')."""
     import sqlite3
 
     from simulation.rundb.behaviour import _moves
 
     con = sqlite3.connect(":memory:")
     con.execute("create table utterances (run_id, aim)")
-    con.execute("create table invitations (run_id, guest_id, place, starts_at, ends_at, answer)")
+    con.execute("create table conversations (id, run_id, ended_tick)")
+    con.execute("create table invitations (run_id, conversation_id, guest_id, place, starts_at, ends_at, answer)")
     con.execute("create table agent_states (run_id, agent_id, place, sim_time, status)")
     con.executemany("insert into utterances values ('r', ?)", [("invite",), ("accept",), ("invite",), ("decline",)])
+    con.executemany("insert into conversations values (?, 'r', ?)", [(1, 5), (2, 9), (3, 12), (4, 20), (5, None)])
     party = ("cafe", "2023-02-14 17:00", "2023-02-14 19:00")
-    con.executemany("insert into invitations values ('r', ?, ?, ?, ?, ?)", [
-        ("ann", *party, "accepted"), ("bob", *party, "accepted"), ("cat", *party, "declined")])
+    con.executemany("insert into invitations values ('r', ?, ?, ?, ?, ?, ?)", [
+        (1, "ann", *party, "accepted"), (2, "bob", *party, "accepted"), (3, "cat", *party, "declined"),
+        (4, "dan", *party, None), (5, "eve", *party, None)])
     con.executemany("insert into agent_states values ('r', ?, ?, ?, ?)", [
         ("ann", "cafe", "2023-02-14 17:30", "idle"), ("bob", "cafe", "2023-02-14 19:00", "idle"),
         ("bob", "cafe", "2023-02-14 18:00", "walking"), ("cat", "cafe", "2023-02-14 17:30", "idle"),
         ("ann", "home", "2023-02-14 20:00", "sleeping")])
     out = _moves(con, "r")
-    assert out["talk.invitations"] == 3 and out["talk.invitations_accepted_share"] == 2 / 3
+    assert out["talk.invitations"] == 5
+    assert out["talk.invitations_accepted_share"] == 2 / 4, "Dan walked away (not accepted); Eve's is pending"
     assert out["talk.invitation_turnout"] == 0.5, "Bob only walked through, and came when it was over"
     assert out["talk.aim.invite"] == 0.5 and out["talk.aim.decline"] == 0.25
 

@@ -21,7 +21,9 @@ talk
   (``rundb.names``) / lines
   ``talk.aim.A``  the share of lines made with move A (greet, share, invite, ask, answer, ...);
   0 for a move never made in a run that has lines
-  ``talk.invitations``  invitations made; ``talk.invitations_accepted_share`` of them accepted;
+  ``talk.invitations``  invitations made; ``talk.invitations_accepted_share`` of them accepted, of
+  those settled (an invitation left unanswered in a conversation the run's end cut off is pending,
+  not declined; one whose guest walked away without answering counts as not accepted);
   ``talk.invitation_turnout``  of accepted invitations whose happening ended within the run, the
   share whose guest was at its place while it went on
 plans
@@ -236,17 +238,21 @@ def _moves(con: Any, run_id: str) -> Metrics:
     total = sum(aims.values())
     for aim in sorted(set(AIMS) | set(aims)):  # a move never made is 0, not missing
         out[f"talk.aim.{aim}"] = _ratio(aims[aim], total)
-    invitations = con.execute("select guest_id, place, starts_at, ends_at, answer from invitations where run_id = ?",
-                              [run_id]).fetchall()
+    invitations = con.execute(
+        "select i.guest_id, i.place, i.starts_at, i.ends_at, i.answer, "
+        "i.answer is null and c.id is not null and c.ended_tick is null "
+        "from invitations i left join conversations c on c.id = i.conversation_id and c.run_id = i.run_id "
+        "where i.run_id = ?", [run_id]).fetchall()
     out["talk.invitations"] = float(len(invitations))
     accepted = [r for r in invitations if r[4] == "accepted"]
-    out["talk.invitations_accepted_share"] = _ratio(len(accepted), len(invitations))
+    settled = [r for r in invitations if not r[5]]  # not still open when the run ended: no answer yet is no 'no'
+    out["talk.invitations_accepted_share"] = _ratio(len(accepted), len(settled))
     last = con.execute("select max(sim_time) from agent_states where run_id = ?", [run_id]).fetchone()[0]
     ended = [r for r in accepted if last is not None and r[3] <= last]
     came = sum(bool(con.execute(
         "select 1 from agent_states where run_id = ? and agent_id = ? and place = ? and sim_time >= ? and sim_time < ? "
         "and status != 'walking' limit 1", [run_id, guest, place, start, end]).fetchone())
-        for guest, place, start, end, _ in ended)
+        for guest, place, start, end, *_ in ended)
     out["talk.invitation_turnout"] = _ratio(came, len(ended))
     return out
 
