@@ -130,7 +130,8 @@ class Call:
 
 WHY = {
     "appended": "the person's working memory was resident: their new memories, situation and question",
-    "first": "the person's first question with a working memory today (nothing of theirs resident yet)",
+    "first": "the person's first question with a working memory in the run (a later day's first counts as "
+             "started again)",
     "restarted": "their working memory started again (full, cognition/working.py): all of it evaluated anew",
     "lost": "their working memory was unchanged, yet neither resident nor saved (evicted)",
     "no working memory": "a question laid out without one (ratings, recaps, reflection): its own retrieval",
