@@ -18,6 +18,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from simulation.cognition.converse import _label  # noqa: E402  (the label the engine strips)
+
 
 def reasons(run_dirs: list[Path]) -> tuple[int, int, int, Counter[str]]:
     """(answers, usable, usable that opened with the speaker's own label, refusals by reason)."""
@@ -39,7 +43,7 @@ def reasons(run_dirs: list[Path]) -> tuple[int, int, int, Counter[str]]:
             except (ValueError, KeyError, TypeError):
                 continue
             name = re.escape(first.get(agent, ""))
-            labelled += bool(name and re.match(rf"^\W*{name}(?:\s+[A-Z]\w*)?\s*[*_]*:", say))
+            labelled += bool(name and _label(name).match(say))
         con.close()
     return answers, usable, labelled, refused
 

@@ -272,11 +272,12 @@ def count(calls: list[Call], chat: ChatFormat, prefix: PrefixCache, counts: Toke
                 target = probes if probes is not None and call.purpose.startswith("probe") else counts
                 target.count(len(tokens), reused, call.purpose)
                 target.generated += call.generated
-                if pieces is not None and target is counts:
-                    _by_piece(call.messages, bounds, len(tokens), reused, pieces, chat.cuts_clean)
-                if by_question is not None and target is counts:
-                    _by_piece(call.messages, bounds, len(tokens), reused, by_question.setdefault(call.purpose, {}),
-                              chat.cuts_clean)
+                if target is counts and (pieces is not None or by_question is not None):
+                    fresh: dict[str, int] = {}  # this call's evaluated tokens by piece, added to both tables
+                    _by_piece(call.messages, bounds, len(tokens), reused, fresh, chat.cuts_clean)
+                    for into in (pieces, None if by_question is None else by_question.setdefault(call.purpose, {})):
+                        for kind, n in fresh.items() if into is not None else ():
+                            into[kind] = into.get(kind, 0) + n
                 if why is not None and target is counts:
                     row = why.setdefault(why_evaluated(call, bounds, reused, seen), [0, 0])
                     row[0] += 1
